@@ -1,0 +1,107 @@
+"""Every error Engram raises on purpose.
+
+The tree::
+
+    EngramError
+    ├── ConfigError (ValueError)           bad setting, URL or argument
+    ├── MissingDependency (ImportError)    an optional extra is not installed
+    ├── InvalidMessage (ValueError)        a message Engram refuses to store
+    ├── InvalidQuery (ValueError)          a search, date or tool argument it cannot use
+    │   └── DateParseError                 a date phrase it cannot read
+    ├── ImportFormatError (ValueError)     a malformed import file (names file and line)
+    ├── NotFound (LookupError)
+    │   ├── SessionNotFound
+    │   ├── MessageNotFound
+    │   └── MemoryNotFound
+    ├── StoreError                         the storage backend failed
+    │   ├── MigrationError
+    │   ├── CorruptedData                  a stored document or state cannot be read
+    │   └── ConnectionLost                 the database went away (the pool recovers)
+    └── LLMError                           the model could not be used
+        ├── LLMTimeout
+        └── LLMBadResponse                 garbage, invalid JSON, wrong shape
+
+Callers catch ``EngramError`` for anything Engram decided; everything else is a bug.
+"""
+
+from __future__ import annotations
+
+
+class EngramError(Exception):
+    """Base class of every error Engram raises on purpose."""
+
+
+class ConfigError(EngramError, ValueError):
+    """A setting, URL or argument is not usable."""
+
+
+class MissingDependency(EngramError, ImportError):
+    """An optional extra is needed; the message names the one to install."""
+
+
+class InvalidMessage(EngramError, ValueError):
+    """A message is refused before anything is written."""
+
+
+class InvalidQuery(EngramError, ValueError):
+    """A search, date or tool argument cannot be used."""
+
+
+class DateParseError(InvalidQuery):
+    """A date or date phrase cannot be read (never silently 'today')."""
+
+
+class ImportFormatError(EngramError, ValueError):
+    """An import file is malformed; nothing from it was written."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None):
+        self.file = file
+        self.line = line
+        where = ""
+        if file is not None:
+            where = f"{file}:{line}: " if line is not None else f"{file}: "
+        super().__init__(f"{where}{message}")
+
+
+class NotFound(EngramError, LookupError):
+    """Something asked for does not exist in the caller's scope."""
+
+
+class SessionNotFound(NotFound):
+    """No such session in this scope."""
+
+
+class MessageNotFound(NotFound):
+    """No such message in this scope."""
+
+
+class MemoryNotFound(NotFound):
+    """No such memory in this scope."""
+
+
+class StoreError(EngramError):
+    """The storage backend failed."""
+
+
+class MigrationError(StoreError):
+    """A schema migration failed; the database is left at the previous version."""
+
+
+class CorruptedData(StoreError):
+    """Stored data cannot be read back (bad JSON, wrong types)."""
+
+
+class ConnectionLost(StoreError):
+    """The database connection was lost; retry once the pool has recovered."""
+
+
+class LLMError(EngramError):
+    """The language model could not be used."""
+
+
+class LLMTimeout(LLMError):
+    """The model did not answer in time."""
+
+
+class LLMBadResponse(LLMError):
+    """The model answered with something unusable (invalid JSON, wrong shape)."""

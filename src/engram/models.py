@@ -1,0 +1,146 @@
+"""Pure value types shared by every layer. No I/O here.
+
+Timestamps are timezone-aware UTC ``datetime`` objects everywhere in Python;
+each backend decides how to persist them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A message on its way into the store (already validated by ``validation``).
+
+    ``created_at`` is filled by the engine when the caller gave none.
+    """
+
+    role: str
+    content: str
+    created_at: datetime
+    name: str | None = None
+    tool_calls: list[JSON] | None = None
+    tool_call_id: str | None = None
+    metadata: JSON = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A stored message. ``tokens`` is its exact chat-format size in the storage encoding.
+
+    ``id`` is an integer unique across the whole database and increasing in
+    insertion order, so ordering by id is the conversation order.
+    """
+
+    id: int
+    scope: str
+    session: str
+    role: str
+    content: str
+    created_at: datetime
+    tokens: int
+    name: str | None = None
+    tool_calls: list[JSON] | None = None
+    tool_call_id: str | None = None
+    metadata: JSON = field(default_factory=dict)
+
+    def to_openai(self) -> JSON:
+        """This message in OpenAI chat-completions format (no Engram fields)."""
+        out: JSON = {"role": self.role, "content": self.content}
+        if self.name:
+            out["name"] = self.name
+        if self.tool_calls:
+            out["tool_calls"] = self.tool_calls
+        if self.tool_call_id:
+            out["tool_call_id"] = self.tool_call_id
+        return out
+
+    def to_dict(self) -> JSON:
+        """Everything about this message as plain JSON-ready data."""
+        out = self.to_openai()
+        out.update(
+            id=self.id,
+            scope=self.scope,
+            session=self.session,
+            created_at=self.created_at.isoformat(),
+            tokens=self.tokens,
+            metadata=dict(self.metadata),
+        )
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """A session and its running totals (kept up to date at append, never by a scan)."""
+
+    scope: str
+    id: str
+    created_at: datetime
+    updated_at: datetime
+    message_count: int = 0
+    token_count: int = 0
+    policy: JSON | None = None
+    first_message_at: datetime | None = None
+    last_message_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One search result: the message, its rank (higher is better) and a highlighted snippet."""
+
+    message: Message
+    score: float
+    snippet: str
+
+
+@dataclass(frozen=True, slots=True)
+class StateRecord:
+    """A versioned JSON document attached to a session (compaction, agent state, cache...).
+
+    ``version`` starts at 1 and grows by one at every committed save; saves are
+    compare-and-set on it.
+    """
+
+    kind: str
+    version: int
+    data: JSON
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """A long-term memory of a scope (seed 003)."""
+
+    id: int
+    scope: str
+    content: str
+    created_at: datetime
+    updated_at: datetime
+    source_session: str | None = None
+    metadata: JSON = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRecord:
+    """Tokens and cost of one LLM call made by Engram itself (summaries, memories)."""
+
+    model: str
+    purpose: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    created_at: datetime
+
+
+def frozen_metadata(value: Mapping[str, Any] | None) -> JSON:
+    """A private copy of caller metadata, so later mutation cannot reach stored values."""
+    return dict(value) if value else {}

@@ -1,0 +1,227 @@
+"""The storage contract every backend honours.
+
+Data model, whatever the backend:
+
+* a **scope** (project, app, user) is created on first use and isolates
+  everything below it;
+* a **session** is identified by ``(scope, session_id)``; the same session id
+  in two scopes names two different sessions;
+* **messages** are append-only, with integer ids unique across the whole
+  store and increasing in insertion order; nothing but ``delete_session``
+  (an explicit admin purge) removes one, and nothing rewrites one;
+* **state** documents (``kind`` = "compaction", "agent", "exchanges",
+  "tool_cache", ...) hang off a session and are saved by compare-and-set on
+  their version;
+* **memories** are short long-term records of a scope, with an audit trail;
+* **usage** rows record the LLM calls Engram itself made.
+
+Every method that takes a ``scope`` only ever reads or writes that scope.
+Every multi-row write is atomic: all of it or none of it.
+``tests/store/test_contract.py`` checks each guarantee on every backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from engram.models import (
+    JSON,
+    MemoryRecord,
+    Message,
+    NewMessage,
+    SearchHit,
+    SessionInfo,
+    StateRecord,
+    UsageRecord,
+)
+
+#: Most rows any single read returns; larger requests are clamped to it.
+MAX_PAGE = 1000
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Durable storage of scopes, sessions, messages, state, memories and usage."""
+
+    #: The URL this store was opened from, with any password masked.
+    url: str
+
+    def close(self) -> None:
+        """Release connections. Safe to call twice."""
+        ...
+
+    # -- sessions -----------------------------------------------------------------
+
+    def ensure_session(
+        self, scope: str, session: str, *, policy: Mapping[str, Any] | None = None
+    ) -> SessionInfo:
+        """Return the session, creating it (and its scope) if absent.
+
+        A non-None ``policy`` replaces the stored one; None leaves it as it is.
+        """
+        ...
+
+    def get_session(self, scope: str, session: str) -> SessionInfo | None:
+        """The session with its running totals, or None."""
+        ...
+
+    def list_sessions(
+        self, scope: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> list[SessionInfo]:
+        """Sessions of one scope (or all), most recently updated first."""
+        ...
+
+    def list_scopes(self) -> list[str]:
+        """Every scope that has a session or a memory, sorted by name."""
+        ...
+
+    def delete_session(self, scope: str, session: str) -> bool:
+        """Admin purge: remove the session, its messages and its state. True if it existed.
+
+        The scope's memories are kept.
+        """
+        ...
+
+    # -- messages -----------------------------------------------------------------
+
+    def append(
+        self, scope: str, session: str, messages: Sequence[NewMessage], tokens: Sequence[int]
+    ) -> list[Message]:
+        """Store messages atomically, in order, creating the session if absent.
+
+        ``tokens[i]`` is the exact size of ``messages[i]``. Returns the stored
+        messages with their new ids (increasing). Updates the session totals.
+        """
+        ...
+
+    def tail(
+        self, scope: str, session: str, *, limit: int, before_id: int | None = None
+    ) -> list[Message]:
+        """The newest ``limit`` messages with ``id < before_id`` (or all), oldest first.
+
+        Cost grows with ``limit``, not with the history.
+        """
+        ...
+
+    def page(
+        self, scope: str, session: str, *, after_id: int | None = None, limit: int = 100
+    ) -> list[Message]:
+        """The oldest ``limit`` messages with ``id > after_id`` (or all), oldest first."""
+        ...
+
+    def get_message(self, scope: str, message_id: int) -> Message | None:
+        """One message by id, only if it belongs to a session of ``scope``."""
+        ...
+
+    def between(
+        self,
+        scope: str,
+        session: str | None,
+        start: datetime,
+        end: datetime,
+        *,
+        limit: int = 100,
+        roles: Sequence[str] | None = None,
+    ) -> list[Message]:
+        """Messages with ``start <= created_at < end``, oldest first.
+
+        ``session=None`` searches every session of the scope.
+        """
+        ...
+
+    def search(
+        self,
+        scope: str,
+        query: str,
+        *,
+        session: str | None = None,
+        roles: Sequence[str] | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 10,
+    ) -> list[SearchHit]:
+        """Full-text search, best first. ``query`` is plain user text, never query syntax.
+
+        Words are matched on their stems (plural and tense variants match) in the
+        content and in the speaker's name. Snippets mark matches with ``[`` and ``]``.
+        A query with no searchable word returns no hit.
+        """
+        ...
+
+    # -- session state -----------------------------------------------------------
+
+    def load_state(self, scope: str, session: str, kind: str) -> StateRecord | None:
+        """The state document of that kind, or None if never saved."""
+        ...
+
+    def save_state(
+        self, scope: str, session: str, kind: str, data: JSON, *, expected_version: int
+    ) -> StateRecord | None:
+        """Compare-and-set: save if the current version is ``expected_version``.
+
+        ``expected_version=0`` means "only if no state exists yet". Returns the
+        new record (version + 1), or None when another writer got there first;
+        nothing is changed then.
+        """
+        ...
+
+    # -- memories (scope level) ---------------------------------------------------
+
+    def add_memory(
+        self,
+        scope: str,
+        content: str,
+        *,
+        source_session: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+    ) -> MemoryRecord:
+        """Store a new memory for the scope."""
+        ...
+
+    def list_memories(self, scope: str) -> list[MemoryRecord]:
+        """The scope's memories, oldest first (ties by id)."""
+        ...
+
+    def get_memory(self, scope: str, memory_id: int) -> MemoryRecord | None:
+        """One memory, only if it belongs to ``scope``."""
+        ...
+
+    def update_memory(
+        self,
+        scope: str,
+        memory_id: int,
+        *,
+        content: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryRecord | None:
+        """Change content and/or metadata; bumps ``updated_at``. None if not in scope."""
+        ...
+
+    def delete_memory(self, scope: str, memory_id: int) -> bool:
+        """Delete one memory of the scope. True if it existed."""
+        ...
+
+    def purge_memories(self, scope: str) -> int:
+        """Delete every memory of the scope (the audit trail stays). Returns how many."""
+        ...
+
+    def add_audit(self, scope: str, event: Mapping[str, Any]) -> None:
+        """Append an event to the scope's memory audit trail."""
+        ...
+
+    def list_audit(self, scope: str, *, limit: int = 100) -> list[JSON]:
+        """The scope's audit events, newest first; each has ``id`` and ``at`` added."""
+        ...
+
+    # -- LLM usage ----------------------------------------------------------------
+
+    def record_usage(self, scope: str, session: str | None, usage: UsageRecord) -> None:
+        """Record one LLM call made on behalf of the scope (and session, if any)."""
+        ...
+
+    def usage_totals(self, scope: str, session: str | None = None) -> JSON:
+        """Sums: ``calls``, ``input_tokens``, ``output_tokens``, ``cost_usd``, by purpose too."""
+        ...

