@@ -1,0 +1,209 @@
+"""Targets of the core issue, checked against a results dict, and the markdown report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Most peak-RSS growth (KiB) from the smallest to the largest dataset still called "flat".
+RSS_FLAT_KB = 16 * 1024
+IMPORT_TARGET = 10_000
+
+ENGRAMS = ("engram_sqlite", "engram_postgres")
+SEARCHES = ("search_rare", "search_common", "search_two_words")
+
+
+def _ratio(entry: dict[str, Any], key: str) -> float | None:
+    value = entry.get("ratios", {}).get(key, {}).get("median")
+    return float(value) if value is not None else None
+
+
+def _target(
+    name: str, backend: str, size: int, value: float | None, op: str, limit: float, unit: str = "x"
+) -> dict[str, Any]:
+    if value is None:
+        status = "N/A"
+    elif op == "<=":
+        status = "PASS" if value <= limit else "MISS"
+    else:
+        status = "PASS" if value >= limit else "MISS"
+    return {
+        "target": name,
+        "backend": backend,
+        "size": size,
+        "value": value,
+        "limit": f"{op} {limit:g}{unit}",
+        "status": status,
+    }
+
+
+def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per target per Engram backend, judged at the largest measured size."""
+    sizes = sorted(int(s) for s in results.get("sizes", {}))
+    rows: list[dict[str, Any]] = []
+    if not sizes:
+        return rows
+    size = sizes[-1]
+    sc = results["sizes"][str(size)]["scenarios"]
+    for be in ENGRAMS:
+        if be not in sc.get("context_3k", {}).get("targets", {}):
+            continue
+        rows.append(_target("context 3K <= 4x floor", be, size, _ratio(sc["context_3k"], f"{be}/floor"), "<=", 4))
+        rows.append(_target("context 50K <= 2x floor", be, size, _ratio(sc["context_50k"], f"{be}/floor"), "<=", 2))
+        for key, label in (("context_3k", "3K"), ("context_50k", "50K")):
+            rows.append(
+                _target(
+                    f"context {label} >= 10x faster than Agents SDK",
+                    be,
+                    size,
+                    _ratio(sc[key], f"agents_sdk/{be}"),
+                    ">=",
+                    10,
+                )
+            )
+        rows.append(_target("append <= 3x floor", be, size, _ratio(sc["append"], f"{be}/floor"), "<=", 3))
+        for key in SEARCHES:
+            if key not in sc:
+                continue
+            what = key.removeprefix("search_")
+            rows.append(
+                _target(f"search ({what}) <= 3x FTS floor", be, size, _ratio(sc[key], f"{be}/floor_fts"), "<=", 3)
+            )
+            rows.append(
+                _target(
+                    f"search ({what}) >= 100x faster than LIKE",
+                    be,
+                    size,
+                    _ratio(sc[key], f"like_scan/{be}"),
+                    ">=",
+                    100,
+                )
+            )
+        rate = results.get("import", {}).get("targets", {}).get(be, {}).get("msgs_per_s_median")
+        rows.append(_target("import >= 10,000 msg/s", be, 0, rate, ">=", IMPORT_TARGET, " msg/s"))
+        peaks = [
+            results["sizes"][str(s)].get("rss", {}).get(be, {}).get("peak_kb") for s in sizes
+        ]
+        known = [p for p in peaks if p is not None]
+        growth = (known[-1] - known[0]) / 1024 if len(known) >= 2 else None
+        rows.append(_target("peak RSS flat (growth smallest->largest)", be, size, growth, "<=", RSS_FLAT_KB / 1024, " MiB"))
+    return rows
+
+
+def _us(summary: dict[str, Any] | None) -> str:
+    if not summary or not summary.get("iterations"):
+        return "-"
+    return f"{_fmt(summary['median_us'])} / {_fmt(summary['p95_us'])}"
+
+
+def _fmt(us: float) -> str:
+    if us >= 1e6:
+        return f"{us / 1e6:.2f} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.2f} ms"
+    return f"{us:.0f} us"
+
+
+def _mib(n: int | None) -> str:
+    return "-" if n is None else f"{n / 1048576:,.1f} MiB"
+
+
+def markdown(results: dict[str, Any]) -> str:
+    meta = results["meta"]
+    m = meta["machine"]
+    p = meta["params"]
+    lines = [
+        "# Engram core benchmark",
+        "",
+        f"Run {meta['date']} in {meta.get('seconds', '?')} s on {m.get('cpu_count')} CPUs"
+        f" ({m.get('cpu_model', m.get('processor', '?'))}), Python {m.get('python')},"
+        f" SQLite {m.get('sqlite')}, {m.get('platform')}.",
+        f"Sizes {', '.join(f'{s:,}' for s in p['sizes'])}; {p['rounds']} rounds; backends"
+        f" {', '.join(p['backends'])}; {p['slot_seconds']} s per (round, target) slot."
+        + (" Quick run." if p.get("quick") else ""),
+        "",
+        "Times are median / p95 of single calls. Ratios are the median of per-round ratios of"
+        " round medians (targets run interleaved in every round). The measured session holds"
+        " min(total, 100K) messages; the rest of the database is other sessions and scopes.",
+        "",
+        "## Targets",
+        "",
+        "| target | backend | at | value | limit | status |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in results.get("targets", []):
+        value = row["value"]
+        shown = "-" if value is None else (f"{value:,.0f}" if value >= 1000 else f"{value:.2f}")
+        at = f"{row['size']:,} msgs" if row["size"] else "slice"
+        lines.append(
+            f"| {row['target']} | {row['backend']} | {at} | {shown} | {row['limit']} | **{row['status']}** |"
+        )
+    for size_key, entry in results.get("sizes", {}).items():
+        ds = entry["dataset"]
+        lines += [
+            "",
+            f"## {int(size_key):,} messages (session of {ds['main_session_messages']:,})",
+            "",
+        ]
+        columns: list[str] = []
+        for sc in entry["scenarios"].values():
+            for t in sc["targets"]:
+                if t not in columns:
+                    columns.append(t)
+        lines.append("| scenario | " + " | ".join(columns) + " | ratios |")
+        lines.append("| --- " * (len(columns) + 2) + "|")
+        for name, sc in entry["scenarios"].items():
+            cells = [_us(sc["targets"].get(c)) for c in columns]
+            ratios = ", ".join(
+                f"{k} {v['median']:.2f}" for k, v in sc.get("ratios", {}).items() if v.get("median") is not None
+            )
+            lines.append(f"| {name} | " + " | ".join(cells) + f" | {ratios} |")
+        files = ds.get("file_bytes", {})
+        rss = entry.get("rss", {})
+        lines += ["", "| | " + " | ".join(files) + " |", "| --- " * (len(files) + 1) + "|"]
+        lines.append("| file size | " + " | ".join(_mib(v) for v in files.values()) + " |")
+        if rss:
+            lines.append(
+                "| peak RSS (growth during the work, MiB) | "
+                + " | ".join(
+                    (
+                        f"{_mib(rss[k]['peak_kb'] * 1024)} (+{rss[k].get('work_growth_kb', 0) / 1024:.1f})"
+                        if k in rss and "peak_kb" in rss[k]
+                        else "-"
+                    )
+                    for k in files
+                )
+                + " |"
+            )
+        builds = ds.get("builds", {})
+        if builds:
+            lines.append("")
+            lines.append(
+                "Dataset builds (cached; rate of the run that built them): "
+                + "; ".join(f"{k} {v['seconds']} s ({v['msgs_per_s']:,.0f} msg/s)" for k, v in builds.items())
+                + "."
+            )
+        checks = entry.get("checks", {})
+        if checks:
+            parts = []
+            for key, row in checks.items():
+                if key.startswith("context"):
+                    parts.append(
+                        f"{key}: " + ", ".join(f"{t} {v['messages']} msgs/{v['tokens']} tok" for t, v in row.items())
+                    )
+                else:
+                    parts.append(f"{key} '{row['query']}': " + ", ".join(f"{t} {n}" for t, n in row["hits"].items()))
+            lines += ["", "Same work: " + "; ".join(parts) + "."]
+    imp = results.get("import")
+    if imp:
+        lines += [
+            "",
+            f"## Import ({imp['slice_messages']:,} fresh messages into an empty database, batches of {imp['batch']:,})",
+            "",
+            "| target | msg/s median | min |",
+            "| --- | --- | --- |",
+        ]
+        for name, v in imp["targets"].items():
+            lines.append(f"| {name} | {v['msgs_per_s_median']:,.0f} | {v['msgs_per_s_min']:,.0f} |")
+    if results.get("notes"):
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in results["notes"]]
+    return "\n".join(lines) + "\n"

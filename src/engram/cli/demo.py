@@ -1,0 +1,155 @@
+"""``engram demo``: a short, offline walkthrough on a bundled sample conversation.
+
+It opens a throw-away SQLite database (or ``--db``), imports
+``engram/data/sample_conversation.jsonl`` (a week of launch planning for a
+product called Phoenix), and shows what Engram does with it: what is stored,
+the lean prompt for a small budget, and what the retrieval tools return when
+the model asks for older history. No network, no LLM: it runs in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import click
+
+import engram
+from engram import tools
+from engram.cli._common import CliState, first_line
+from engram.cli.query import context_lines
+from engram.engine import Engram, Session
+from engram.errors import CorruptedData
+from engram.importers import parse_jsonl
+
+#: The bundled conversation, its scope and what the walkthrough asks for.
+SAMPLE_FILE = "sample_conversation.jsonl"
+DEMO_SCOPE = "phoenix"
+DEMO_BUDGET = 3000
+DEMO_POLICY = "lean"
+DEMO_MODEL = "gpt-4o-mini"
+DEMO_SYSTEM = (
+    "You are the Phoenix launch assistant. You see only the latest messages; "
+    "use the history tools to recall anything older."
+)
+DEMO_SEARCH = "pricing"
+DEMO_DATE = "2025-03-06"
+
+#: Width of message previews in the walkthrough.
+WIDTH = 88
+
+
+def sample_bytes() -> bytes:
+    """Read the bundled sample conversation (package data, so it works from a wheel)."""
+    return resources.files("engram").joinpath("data", SAMPLE_FILE).read_bytes()
+
+
+@click.command("demo")
+@click.option(
+    "--db",
+    "db",
+    metavar="URL",
+    default=None,
+    help="Store to use (default: a temporary SQLite database, deleted afterwards).",
+)
+@click.pass_context
+def demo_command(ctx: click.Context, db: str | None) -> None:
+    """Walk through Engram on a bundled sample conversation, offline, in seconds."""
+    state = ctx.find_object(CliState)
+    explicit_group_db = ctx.parent is not None and (
+        ctx.parent.get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE
+    )
+    # $ENGRAM_URL is deliberately ignored: the demo must not write into someone's real store.
+    url = db or (state.db if state is not None and explicit_group_db else None)
+    if url is not None:
+        _run(url)
+        return
+    with tempfile.TemporaryDirectory(prefix="engram-demo-") as directory:
+        _run(f"sqlite:///{Path(directory) / 'demo.db'}")
+
+
+def _run(url: str) -> None:
+    with engram.open(url) as mem:  # closed before the temporary directory is removed
+        _walkthrough(mem)
+
+
+def _walkthrough(mem: Engram) -> None:
+    chat = _store_sample(mem)
+    stored_tokens = _show_stored(chat, mem.store.url)
+    _show_prompt(chat, stored_tokens)
+    _show_search(chat)
+    _show_by_date(chat)
+    _heading("5. Tools offered to the model (OpenAI, Responses, Anthropic and MCP schemas)")
+    names = [schema["function"]["name"] for schema in tools.schemas("openai")]
+    click.echo("  " + ", ".join(names))
+    click.echo("\nOn your own data: engram import FILE --session ID; engram context --session ID")
+
+
+def _store_sample(mem: Engram) -> Session:
+    """Import the sample (once: a persistent ``--db`` that already has it is left alone)."""
+    chat: Session | None = None
+    for batch in parse_jsonl(sample_bytes(), file=SAMPLE_FILE):
+        chat = mem.session(batch.session, scope=DEMO_SCOPE)
+        info = chat.info()
+        if info is None or not info.message_count:
+            chat.add_many(batch.messages)
+    if chat is None:
+        raise CorruptedData(f"the bundled {SAMPLE_FILE} holds no messages")
+    return chat
+
+
+def _show_stored(chat: Session, url: str) -> int:
+    _heading(f"1. Store a conversation ({url})")
+    stats = chat.stats()
+    click.echo(
+        f"Session {chat.id!r} in scope {chat.scope!r}: {stats['total_messages']} messages, "
+        f"{stats['stored_tokens']:,} tokens, {stats['first_message_at'][:10]} to "
+        f"{stats['last_message_at'][:10]}. Every message is kept."
+    )
+    return int(stats["stored_tokens"])
+
+
+def _show_prompt(chat: Session, stored_tokens: int) -> None:
+    _heading(
+        f"2. The prompt for the next turn ({DEMO_BUDGET:,}-token budget, "
+        f"{DEMO_POLICY!r} policy, {DEMO_MODEL})"
+    )
+    built = chat.context(DEMO_BUDGET, system=DEMO_SYSTEM, model=DEMO_MODEL, policy=DEMO_POLICY)
+    for line in context_lines(built, width=WIDTH):
+        click.echo(line)
+    click.echo(f"The model reads {built.tokens:,} tokens of the {stored_tokens:,} stored.")
+
+
+def _show_search(chat: Session) -> None:
+    _heading(f'3. The model asks: search_history(query="{DEMO_SEARCH}", limit=3)')
+    found = _call(chat, "search_history", {"query": DEMO_SEARCH, "limit": 3})
+    for item in found.get("results", []):
+        stamp = item["created_at"][:16].replace("T", " ")
+        click.echo(f"  #{item['id']} {stamp} {item['role']}:")
+        click.echo(f"     {first_line(item.get('snippet', ''), WIDTH)}")
+
+
+def _show_by_date(chat: Session) -> None:
+    _heading(f'4. The model asks: get_messages_by_date(date="{DEMO_DATE}", limit=4)')
+    day = _call(chat, "get_messages_by_date", {"date": DEMO_DATE, "limit": 4})
+    more = ", and more that day" if day.get("has_more") else ""
+    click.echo(f"  {day.get('count', 0)} messages from {DEMO_DATE}{more}:")
+    for item in day.get("messages", []):
+        preview = first_line(item.get("content", ""), WIDTH - 20)
+        click.echo(f"  #{item['id']} {item['created_at'][11:16]} {item['role']:<9} {preview}")
+
+
+def _call(chat: Session, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Run a tool exactly as a model's call would be run, and decode its JSON answer."""
+    result: dict[str, Any] = json.loads(tools.dispatch(chat, name, json.dumps(arguments)))
+    if "error" in result:  # the demo's own calls are valid: an error here is a bug to see
+        raise CorruptedData(f"{name} failed on the sample: {result['error']}")
+    return result
+
+
+def _heading(text: str) -> None:
+    click.echo("")
+    click.secho(text, bold=True)

@@ -1,0 +1,122 @@
+"""One compaction cycle, minus storage: summarize, extract, merge, compress, new state.
+
+The engine does the I/O around it::
+
+    record = store.load_state(scope, session, STATE_KIND)
+    state = parse_state(record.data if record else None)
+    plan = plan_compaction(policy, rows_after_watermark, PlanState(...))
+    if plan:
+        result = fold(state, plan, folded_messages, summarizer, now=now, policy=policy)
+        store.save_state(scope, session, STATE_KIND, result.state.to_dict(),
+                         expected_version=record.version if record else 0)  # CAS
+        for call in result.usage: store.record_usage(scope, session, call.usage_record())
+
+Nothing here raises for a model failure: the summarizer falls back to the
+offline one, and ``degraded`` / ``notes`` say so (DESIGN invariant 6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from engram.compaction.answers import compress_summary
+from engram.compaction.important import merge_important_data
+from engram.compaction.planner import CompactionPlan
+from engram.compaction.state import CompactionState
+from engram.compaction.summarizer import LLMSummarizer, Summarizer
+from engram.compaction.transcript import MessageLike, as_openai
+from engram.errors import ConfigError
+from engram.llm.client import LLMResult
+
+
+@dataclass(frozen=True, slots=True)
+class FoldResult:
+    """The state to commit, the model calls to record, and what went wrong (if anything)."""
+
+    state: CompactionState
+    usage: tuple[LLMResult, ...]
+    degraded: bool
+    notes: tuple[str, ...]
+
+
+def fold(
+    state: CompactionState,
+    plan: CompactionPlan,
+    messages: Sequence[MessageLike],
+    summarizer: Summarizer,
+    *,
+    now: datetime,
+    summary_max_bytes: int | None = None,
+    summary_target_bytes: int | None = None,
+) -> FoldResult:
+    """Fold ``messages`` (exactly the plan's ``fold_ids``) into ``state``.
+
+    Args:
+        state: The current state (the one the plan was made from).
+        plan: From :func:`~engram.compaction.planner.plan_compaction`.
+        messages: The messages to fold, oldest first.
+        summarizer: Offline or LLM summarizer.
+        now: Commit time (UTC).
+        summary_max_bytes: Compress the summary when over this (seed 004).
+        summary_target_bytes: ... down to this.
+
+    Raises:
+        ConfigError: ``messages`` do not match the plan (a caller bug).
+
+    """
+    ids = tuple(_id(m) for m in messages)
+    if None not in ids and ids != plan.fold_ids:
+        raise ConfigError(
+            f"fold got messages {ids[:5]}... but the plan folds {plan.fold_ids[:5]}..."
+        )
+    notes: list[str] = []
+    summary = summarizer.summarize(
+        messages,
+        previous_summary=state.summary or None,
+        version=plan.next_version,
+    )
+    important = summarizer.extract_important(messages)
+    usage = [*summary.usage, *important.usage]
+    for output in (summary.fallback_reason, important.fallback_reason):
+        if output:
+            notes.append(f"model failed, offline fallback used: {output}")
+    text = summary.text
+    compressions = state.compressions
+    if summary_max_bytes is not None and summary_target_bytes is not None:
+        client = summarizer.client if isinstance(summarizer, LLMSummarizer) else None
+        compressed = compress_summary(
+            text, max_bytes=summary_max_bytes, target_bytes=summary_target_bytes, client=client
+        )
+        usage.extend(compressed.usage)
+        if compressed.method != "none":
+            text = compressed.text
+            compressions += 1
+        if compressed.fallback_reason:
+            notes.append(
+                f"summary compression fell back to truncation: {compressed.fallback_reason}"
+            )
+    degraded = bool(notes)
+    new_state = state.replace(
+        summary=text,
+        summary_version=plan.next_version,
+        important_data=merge_important_data(state.important_data, important.data),
+        watermark=plan.new_watermark,
+        messages_summarized_count=state.messages_summarized_count + len(plan.fold_ids),
+        summarizer=summary.summarizer,
+        last_summarized_at=now,
+        compactions=state.compactions + 1,
+        llm_failures=state.llm_failures + (1 if degraded else 0),
+        compressions=compressions,
+        last_error=notes[-1] if notes else None,
+        reset_reason=None,
+    )
+    return FoldResult(new_state, tuple(usage), degraded, tuple(notes))
+
+
+def _id(message: MessageLike) -> int | None:
+    value = getattr(message, "id", None)
+    if value is None:
+        value = as_openai(message).get("id")
+    return value if isinstance(value, int) else None

@@ -1,0 +1,176 @@
+"""The compaction state document of a session, and reading it back safely.
+
+Stored with ``Store.save_state(scope, session, STATE_KIND, state.to_dict(),
+expected_version=...)``: the store's compare-and-set on the record version
+makes two concurrent compactions commit at most one new state per watermark.
+
+A document that cannot be read (not an object, wrong types, impossible
+values) is never trusted: :func:`parse_state` logs a warning and returns a
+fresh state with ``reset_reason`` set, so the next compaction rebuilds the
+summary from the stored messages (they are never lost; seed 001 phase 8).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from engram.compaction.important import empty_important_data, validate_important_data
+from engram.errors import LLMBadResponse
+from engram.models import JSON
+
+log = logging.getLogger(__name__)
+
+#: ``kind`` of the state record in the store.
+STATE_KIND = "compaction"
+#: Format version written into the document.
+FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionState:
+    """Summary, important data and watermark of one session.
+
+    Attributes:
+        summary: The running narrative summary ("" before the first cycle).
+        summary_version: 0 before the first cycle, then 1, 2, ... (seed 001).
+        important_data: Seed 001's structure (always all seven keys).
+        watermark: Id of the last message folded into the summary (0: none).
+        messages_summarized_count: Messages folded so far, over all cycles.
+        summarizer: Who wrote the summary: "offline" or "llm:<model>".
+        last_summarized_at: When the last cycle committed (UTC).
+        compactions: Committed cycles.
+        llm_failures: Cycles where the model failed and the offline fallback wrote.
+        compressions: Times the summary was compressed (seed 004's counter).
+        last_error: The last fallback reason, for the dashboard and logs.
+        reset_reason: Set (and never saved) when a corrupted document was replaced.
+
+    """
+
+    summary: str = ""
+    summary_version: int = 0
+    important_data: JSON = field(default_factory=empty_important_data)
+    watermark: int = 0
+    messages_summarized_count: int = 0
+    summarizer: str | None = None
+    last_summarized_at: datetime | None = None
+    compactions: int = 0
+    llm_failures: int = 0
+    compressions: int = 0
+    last_error: str | None = None
+    reset_reason: str | None = None
+
+    def to_dict(self) -> JSON:
+        """Return the document to store (JSON-ready; ``reset_reason`` is not stored)."""
+        return {
+            "format": FORMAT,
+            "summary": self.summary,
+            "summary_version": self.summary_version,
+            "important_data": self.important_data,
+            "watermark": self.watermark,
+            "messages_summarized_count": self.messages_summarized_count,
+            "summarizer": self.summarizer,
+            "last_summarized_at": (
+                self.last_summarized_at.isoformat() if self.last_summarized_at else None
+            ),
+            "compactions": self.compactions,
+            "llm_failures": self.llm_failures,
+            "compressions": self.compressions,
+            "last_error": self.last_error,
+        }
+
+    def replace(self, **changes: Any) -> CompactionState:
+        """Return a copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
+def fresh_state() -> CompactionState:
+    """Return the state of a session that was never compacted."""
+    return CompactionState()
+
+
+def parse_state(data: Any) -> CompactionState:
+    """Read a stored document; a corrupted one gives a fresh state and a warning.
+
+    ``None`` (never saved) gives a fresh state with no warning. The returned
+    state's ``reset_reason`` says what was wrong when a reset happened.
+    """
+    if data is None:
+        return fresh_state()
+    try:
+        return _parse(data)
+    except _Corrupt as exc:
+        log.warning(
+            "compaction state is corrupted (%s); resetting, it will be rebuilt from "
+            "the stored messages",
+            exc,
+        )
+        return dataclasses.replace(fresh_state(), reset_reason=str(exc))
+
+
+class _Corrupt(Exception):
+    pass
+
+
+def _parse(data: Any) -> CompactionState:
+    if not isinstance(data, Mapping):
+        raise _Corrupt(f"document is {type(data).__name__}, not an object")
+    summary = _typed(data, "summary", str, "")
+    version = _count(data, "summary_version")
+    watermark = _count(data, "watermark")
+    if version == 0 and (summary or watermark):
+        raise _Corrupt("summary or watermark present with summary_version 0")
+    if version > 0 and watermark == 0:
+        raise _Corrupt(f"summary_version {version} with no watermark")
+    try:
+        important = validate_important_data(data.get("important_data") or {})
+    except LLMBadResponse as exc:
+        raise _Corrupt(f"important_data: {exc}") from None
+    when = data.get("last_summarized_at")
+    last: datetime | None = None
+    if when is not None:
+        if not isinstance(when, str):
+            raise _Corrupt(f"last_summarized_at is {type(when).__name__}")
+        try:
+            last = datetime.fromisoformat(when)
+        except ValueError:
+            raise _Corrupt(f"last_summarized_at is not a date: {when!r}") from None
+    summarizer = data.get("summarizer")
+    if summarizer is not None and not isinstance(summarizer, str):
+        raise _Corrupt(f"summarizer is {type(summarizer).__name__}")
+    last_error = data.get("last_error")
+    return CompactionState(
+        summary=summary,
+        summary_version=version,
+        important_data=important,
+        watermark=watermark,
+        messages_summarized_count=_count(data, "messages_summarized_count"),
+        summarizer=summarizer,
+        last_summarized_at=last,
+        compactions=_count(data, "compactions"),
+        llm_failures=_count(data, "llm_failures"),
+        compressions=_count(data, "compressions"),
+        last_error=last_error if isinstance(last_error, str) else None,
+    )
+
+
+def _typed(data: Mapping[str, Any], key: str, kind: type, default: Any) -> Any:
+    value = data.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, kind):
+        raise _Corrupt(f"{key} is {type(value).__name__}, expected {kind.__name__}")
+    return value
+
+
+def _count(data: Mapping[str, Any], key: str) -> int:
+    value = data.get(key, 0)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _Corrupt(f"{key} must be a non-negative integer, got {value!r}")
+    return value

@@ -1,0 +1,82 @@
+"""Messages as plain text for summarizers, and sentence splitting shared by them."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engram.models import JSON, Message
+
+#: Characters of one message kept in a transcript (a giant tool result must not
+#: crowd out the conversation).
+MAX_MESSAGE_CHARS = 4000
+
+MessageLike = Message | Mapping[str, Any]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_URL = re.compile(r"https?://\S+", re.IGNORECASE)
+
+
+def as_openai(message: MessageLike) -> JSON:
+    """Return an OpenAI-format dict for a stored :class:`Message` or a plain mapping."""
+    if isinstance(message, Message):
+        return message.to_openai()
+    return dict(message)
+
+
+def text_of(message: Mapping[str, Any]) -> str:
+    """Return the text content of an OpenAI-format message (multi-part content joined)."""
+    content = message.get("content") or ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return str(content)
+
+
+def tool_call_names(message: Mapping[str, Any]) -> list[str]:
+    """Names of the functions an assistant message calls."""
+    names = []
+    for call in message.get("tool_calls") or []:
+        if isinstance(call, Mapping):
+            function = call.get("function")
+            if isinstance(function, Mapping) and function.get("name"):
+                names.append(str(function["name"]))
+    return names
+
+
+def format_transcript(messages: Sequence[MessageLike]) -> str:
+    """One line per message, ``role: content``; tool calls and results are labelled."""
+    lines = []
+    for raw in messages:
+        message = as_openai(raw)
+        role = str(message.get("role", "unknown"))
+        text = text_of(message).strip()
+        if len(text) > MAX_MESSAGE_CHARS:
+            text = text[:MAX_MESSAGE_CHARS] + " […]"
+        if role == "tool":
+            lines.append(f"tool result: {text}")
+            continue
+        calls = message.get("tool_calls") or []
+        if calls:
+            shown = []
+            for call in calls:
+                function = call.get("function", {}) if isinstance(call, Mapping) else {}
+                args = function.get("arguments", "")
+                if not isinstance(args, str):
+                    args = json.dumps(args, ensure_ascii=False)
+                shown.append(f"{function.get('name', '?')}({args[:300]})")
+            text = (text + " " if text else "") + "[called " + ", ".join(shown) + "]"
+        name = message.get("name")
+        label = f"{role} ({name})" if name else role
+        lines.append(f"{label}: {text}")
+    return "\n".join(lines)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text`` (URLs are not split at their dots)."""
+    protected = _URL.sub(lambda m: m.group(0).replace(".", "\x00"), text)
+    parts = [p.replace("\x00", ".").strip() for p in _SENTENCE_END.split(protected)]
+    return [p for p in parts if p]

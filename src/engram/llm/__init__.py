@@ -1,0 +1,14 @@
+"""The language-model client: OpenAI-compatible chat completions, retries, usage and cost."""
+
+from engram.llm.client import LLMClient, LLMResult, parse_json_object
+from engram.llm.prices import PRICES, ModelPrice, cost_usd, price_for
+
+__all__ = [
+    "PRICES",
+    "LLMClient",
+    "LLMResult",
+    "ModelPrice",
+    "cost_usd",
+    "parse_json_object",
+    "price_for",
+]

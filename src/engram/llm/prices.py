@@ -1,0 +1,64 @@
+"""Prices of the models Engram is likely to call, in USD per million tokens.
+
+Prices change; the table is a convenience for usage reports, not billing. A
+model that is not listed (or is listed as ``None``: a local or unknown price)
+gives ``cost_usd=None``, never a guess. Dated snapshots such as
+``gpt-4o-mini-2024-07-18`` use the price of their longest listed prefix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """USD per one million input and output tokens."""
+
+    input_per_m: float
+    output_per_m: float
+
+
+#: Known prices (USD per 1M tokens). ``None`` means "known model, unknown price".
+PRICES: dict[str, ModelPrice | None] = {
+    "gpt-4o-mini": ModelPrice(0.15, 0.60),
+    "gpt-4o": ModelPrice(2.50, 10.00),
+    "gpt-4.1": ModelPrice(2.00, 8.00),
+    "gpt-4.1-mini": ModelPrice(0.40, 1.60),
+    "gpt-4.1-nano": ModelPrice(0.10, 0.40),
+    "gpt-5": ModelPrice(1.25, 10.00),
+    "gpt-5-mini": ModelPrice(0.25, 2.00),
+    "gpt-5-nano": ModelPrice(0.05, 0.40),
+    "o4-mini": ModelPrice(1.10, 4.40),
+    "o3-mini": ModelPrice(1.10, 4.40),
+    "gpt-3.5-turbo": ModelPrice(0.50, 1.50),
+    "grok-4": ModelPrice(3.00, 15.00),
+    "grok-3": ModelPrice(3.00, 15.00),
+    "grok-3-mini": ModelPrice(0.30, 0.50),
+    # Local or self-hosted models have no per-token price.
+    "llama": None,
+    "qwen": None,
+    "mistral": None,
+}
+
+
+def price_for(model: str) -> ModelPrice | None:
+    """Return the price of ``model`` by exact name, else by its longest listed prefix, else None."""
+    name = model.strip().lower()
+    # Providers such as OpenRouter prefix the vendor: "openai/gpt-4o-mini".
+    name = name.rsplit("/", 1)[-1]
+    if name in PRICES:
+        return PRICES[name]
+    best: str | None = None
+    for key in PRICES:
+        if name.startswith(key + "-") and (best is None or len(key) > len(best)):
+            best = key
+    return PRICES[best] if best is not None else None
+
+
+def cost_usd(model: str, input_tokens: int, output_tokens: int) -> float | None:
+    """Cost of one call in USD, or None when the model's price is unknown."""
+    price = price_for(model)
+    if price is None:
+        return None
+    return (input_tokens * price.input_per_m + output_tokens * price.output_per_m) / 1_000_000

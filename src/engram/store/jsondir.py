@@ -1,0 +1,768 @@
+"""jsondir backend: one human-readable JSON document per session (seed 002).
+
+Layout under the root directory (every scope and session id goes through
+:mod:`engram.store.filenames`, so no id can name a path outside its folder)::
+
+    <root>/.engram-jsondir.json          format marker
+    <root>/.counters.json                last message, memory and audit ids
+    <root>/.lock                         fcntl lock file guarding every write
+    <root>/<scope>/scope.json            {"scope": "<real scope id>"}
+    <root>/<scope>/sessions/<session>.json   the session document (jsondoc)
+    <root>/<scope>/memories.json         the scope's long-term memories
+    <root>/<scope>/audit.json            the memory audit trail
+    <root>/<scope>/usage.json            LLM calls Engram made for the scope
+
+Every file is written atomically: a temporary file in the same directory,
+fsync, rename over the old one, fsync of the directory. Readers therefore see
+the old or the new document, never half of one. All writes, from any thread
+or process, hold an exclusive ``flock`` on ``.lock``; that is what makes
+message ids (drawn from ``.counters.json``) unique and increasing across the
+store and lets several processes append to one session.
+
+A file that does not parse is never overwritten: it is renamed to
+``<name>.corrupt-<UTC timestamp>`` and the call raises CorruptedData; the next
+call starts that session afresh.
+
+Searching scans the scope's documents, matching words on their Snowball
+(English) stems. Fine for the small, human-sized stores this backend is for;
+use SQLite or PostgreSQL for large histories.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from engram.errors import ConfigError, CorruptedData, StoreError
+from engram.models import (
+    JSON,
+    MemoryRecord,
+    Message,
+    NewMessage,
+    SearchHit,
+    SessionInfo,
+    StateRecord,
+    UsageRecord,
+    frozen_metadata,
+)
+from engram.search_query import terms as extract_terms
+from engram.store import jsondoc
+from engram.store.base import MAX_PAGE
+from engram.store.batch_check import check_batch
+from engram.store.filenames import encode_id
+from engram.store.snippets import Stemmer, score_message
+from engram.store.usage_totals import usage_summary
+
+MARKER = ".engram-jsondir.json"
+COUNTERS = ".counters.json"
+LOCK = ".lock"
+SCOPE_FILE = "scope.json"
+SESSIONS_DIR = "sessions"
+MEMORIES_FILE = "memories.json"
+AUDIT_FILE = "audit.json"
+USAGE_FILE = "usage.json"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _clamp(limit: int) -> int:
+    return max(0, min(int(limit), MAX_PAGE))
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path``: temp file, fsync, rename, fsync the directory."""
+    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+class JsonDirStore:
+    """The :class:`~engram.store.base.Store` over a directory of JSON documents."""
+
+    def __init__(self, root: str | os.PathLike[str], *, url: str | None = None) -> None:
+        """Use (and create if needed) the directory ``root``."""
+        self.root = Path(root)
+        self.url = url or f"jsondir://{self.root}"
+        self._thread_lock = threading.RLock()
+        self._held = threading.local()
+        self._cache: dict[Path, tuple[tuple[int, int, int], Any]] = {}
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            marker = self.root / MARKER
+            if not marker.exists():
+                with self._locked():
+                    if not marker.exists():
+                        atomic_write_json(marker, {"format": "engram-jsondir", "version": 1})
+        except OSError as exc:
+            raise StoreError(f"cannot use {self.root} as a jsondir store: {exc}") from exc
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> JsonDirStore:
+        """Open ``jsondir:///absolute/path`` (or ``jsondir:relative/path``)."""
+        if options:
+            raise ConfigError(f"the jsondir backend takes no options, got {sorted(options)}")
+        scheme, _, rest = url.partition(":")
+        if scheme.lower() != "jsondir":
+            raise ConfigError(f"not a jsondir URL: {url!r}")
+        if rest.startswith("//"):
+            rest = rest[2:]
+        if not rest:
+            raise ConfigError(f"jsondir URL {url!r} names no directory")
+        return cls(rest, url=url)
+
+    def close(self) -> None:
+        """Nothing stays open between calls; drops the read cache. Safe to call twice."""
+        self._cache.clear()
+
+    # -- files and locks ------------------------------------------------------------
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Exclusive write lock: a thread lock plus ``flock`` for other processes (re-entrant)."""
+        with self._thread_lock:
+            depth = getattr(self._held, "depth", 0)
+            if depth:
+                self._held.depth = depth + 1
+                try:
+                    yield
+                finally:
+                    self._held.depth -= 1
+                return
+            with open(self.root / LOCK, "a+b") as handle:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+                self._held.depth = 1
+                try:
+                    yield
+                finally:
+                    self._held.depth = 0
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def _scope_dir(self, scope: str) -> Path:
+        return self.root / encode_id(scope)
+
+    def _session_path(self, scope: str, session: str) -> Path:
+        return self._scope_dir(scope) / SESSIONS_DIR / f"{encode_id(session)}.json"
+
+    def _read_json(self, path: Path) -> Any:
+        """Parsed JSON of ``path`` or None if absent; a corrupt file is set aside and reported."""
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return None
+        signature = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        cached = self._cache.get(path)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except FileNotFoundError:
+            return None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            self._set_aside(path, signature)
+            raise CorruptedData(
+                f"{path} is not valid JSON ({exc}); it was moved aside so nothing overwrites it"
+            ) from None
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc}") from exc
+        self._cache[path] = (signature, data)
+        return data
+
+    def _set_aside(self, path: Path, signature: tuple[int, int, int]) -> Path | None:
+        """Rename a corrupt file to ``*.corrupt-<timestamp>`` (unless a writer replaced it)."""
+        with self._locked():
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                return None
+            if (stat.st_ino, stat.st_mtime_ns, stat.st_size) != signature:
+                return None  # rewritten meanwhile: not ours to move
+            stamp = _now().strftime("%Y%m%dT%H%M%S.%fZ")
+            target = path.with_name(f"{path.name}.corrupt-{stamp}")
+            os.replace(path, target)
+            _fsync_dir(path.parent)
+            self._cache.pop(path, None)
+            return target
+
+    def _corrupt(self, path: Path, error: CorruptedData) -> CorruptedData:
+        """Set aside a file that parsed but is not a valid document; return the error to raise."""
+        try:
+            stat = path.stat()
+            self._set_aside(path, (stat.st_ino, stat.st_mtime_ns, stat.st_size))
+        except FileNotFoundError:
+            pass
+        return CorruptedData(f"{error}; {path} was moved aside so nothing overwrites it")
+
+    def _write_json(self, path: Path, data: Any) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(path, data)
+        except OSError as exc:
+            raise StoreError(f"cannot write {path}: {exc}") from exc
+        self._cache.pop(path, None)
+
+    def _ensure_scope(self, scope: str) -> Path:
+        folder = self._scope_dir(scope)
+        marker = folder / SCOPE_FILE
+        if not marker.exists():
+            self._write_json(marker, {"scope": scope})
+        return folder
+
+    def _next_ids(self, kind: str, count: int) -> list[int]:
+        """Draw ``count`` increasing ids of ``kind`` (caller holds the write lock)."""
+        path = self.root / COUNTERS
+        counters = self._read_json(path) or {}
+        if not isinstance(counters, dict):
+            raise self._corrupt(path, CorruptedData(f"{path} is not an object"))
+        first = int(counters.get(kind, 0)) + 1
+        counters = {**counters, kind: first + count - 1}
+        self._write_json(path, counters)
+        return list(range(first, first + count))
+
+    # -- session documents ----------------------------------------------------------
+
+    def _load_doc(self, scope: str, session: str) -> JSON | None:
+        path = self._session_path(scope, session)
+        doc = self._read_json(path)
+        if doc is None:
+            return None
+        where = str(path)
+        if not isinstance(doc, dict):
+            raise self._corrupt(path, CorruptedData(f"{where}: not a JSON object"))
+        if doc.get("session_id") != session or doc.get("scope") != scope:
+            raise self._corrupt(
+                path,
+                CorruptedData(f"{where}: holds session {doc.get('session_id')!r}, not {session!r}"),
+            )
+        return doc
+
+    def _parsed(
+        self, scope: str, session: str
+    ) -> tuple[SessionInfo, list[Message], list[StateRecord]] | None:
+        doc = self._load_doc(scope, session)
+        if doc is None:
+            return None
+        path = self._session_path(scope, session)
+        try:
+            where = str(path)
+            info = jsondoc.document_info(doc, where=where)
+            history = jsondoc.document_history(doc, where=where)
+            messages = [
+                jsondoc.entry_message(scope, session, entry, where=f"{where} entry {i}")
+                for i, entry in enumerate(history)
+            ]
+            states = jsondoc.document_states(doc, where=where)
+        except CorruptedData as exc:
+            raise self._corrupt(path, exc) from None
+        return info, messages, states
+
+    def _save(self, info: SessionInfo, messages: list[Message], states: list[StateRecord]) -> None:
+        self._ensure_scope(info.scope)
+        doc = jsondoc.build_document(info, messages, states)
+        self._write_json(self._session_path(info.scope, info.id), doc)
+
+    def _new_info(self, scope: str, session: str, policy: Mapping[str, Any] | None) -> SessionInfo:
+        now = _now()
+        return SessionInfo(
+            scope=scope,
+            id=session,
+            created_at=now,
+            updated_at=now,
+            policy=dict(policy) if policy is not None else None,
+        )
+
+    def load_document(self, scope: str, session: str) -> JSON:
+        """Seed 002's ``load``: the session's document, creating the session when absent."""
+        self.ensure_session(scope, session)
+        doc = self._load_doc(scope, session)
+        assert doc is not None
+        return json.loads(json.dumps(doc))  # a private copy: callers may mutate it
+
+    def save_document(self, doc: Mapping[str, Any]) -> None:
+        """Replace a session's document with ``doc`` (validated first; ids are kept as given).
+
+        Raises:
+            CorruptedData: ``doc`` is not a valid session document.
+
+        """
+        where = "document"
+        info = jsondoc.document_info(doc, where=where)
+        history = jsondoc.document_history(doc, where=where)
+        messages = [
+            jsondoc.entry_message(info.scope, info.id, e, where=f"{where} entry {i}")
+            for i, e in enumerate(history)
+        ]
+        states = jsondoc.document_states(doc, where=where)
+        with self._locked():
+            self._save(info, messages, states)
+
+    # -- sessions -------------------------------------------------------------------
+
+    def ensure_session(
+        self, scope: str, session: str, *, policy: Mapping[str, Any] | None = None
+    ) -> SessionInfo:
+        """Return the session, creating it (and its scope) if absent."""
+        with self._locked():
+            parsed = self._parsed(scope, session)
+            if parsed is None:
+                info = self._new_info(scope, session, policy)
+                self._save(info, [], [])
+                return info
+            info, messages, states = parsed
+            if policy is not None and info.policy != dict(policy):
+                info = replace(info, policy=dict(policy))
+                self._save(info, messages, states)
+            return info
+
+    def get_session(self, scope: str, session: str) -> SessionInfo | None:
+        """The session with its running totals, or None."""
+        parsed = self._parsed(scope, session)
+        return None if parsed is None else parsed[0]
+
+    def _scope_folders(self) -> Iterator[tuple[str, Path]]:
+        """``(scope id, folder)`` for every scope directory."""
+        try:
+            entries = sorted(os.scandir(self.root), key=lambda e: e.name)
+        except OSError as exc:
+            raise StoreError(f"cannot list {self.root}: {exc}") from exc
+        for entry in entries:
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+            marker = self._read_json(Path(entry.path) / SCOPE_FILE)
+            if isinstance(marker, dict) and isinstance(marker.get("scope"), str):
+                yield marker["scope"], Path(entry.path)
+
+    def _session_ids(self, scope: str) -> list[str]:
+        folder = self._scope_dir(scope) / SESSIONS_DIR
+        try:
+            names = sorted(
+                e.name
+                for e in os.scandir(folder)
+                if e.name.endswith(".json") and not e.name.startswith(".")
+            )
+        except FileNotFoundError:
+            return []
+        ids = []
+        for name in names:
+            doc = self._read_json(folder / name)
+            if not isinstance(doc, dict) or not isinstance(doc.get("session_id"), str):
+                raise self._corrupt(folder / name, CorruptedData(f"{folder / name}: no session_id"))
+            ids.append(doc["session_id"])
+        return ids
+
+    def _infos(self, scope: str) -> list[SessionInfo]:
+        out = []
+        for session in self._session_ids(scope):
+            parsed = self._parsed(scope, session)
+            if parsed is not None:
+                out.append(parsed[0])
+        return out
+
+    def list_sessions(
+        self, scope: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> list[SessionInfo]:
+        """Sessions of one scope (or all), most recently updated first."""
+        scopes = [scope] if scope is not None else [s for s, _ in self._scope_folders()]
+        infos = [info for s in scopes for info in self._infos(s)]
+        infos.sort(key=lambda i: (i.scope, i.id))
+        infos.sort(key=lambda i: i.updated_at, reverse=True)
+        start = max(0, int(offset))
+        return infos[start : start + _clamp(limit)]
+
+    def list_scopes(self) -> list[str]:
+        """Every scope that has a session or a memory, sorted by name."""
+        out = []
+        for scope, _folder in self._scope_folders():
+            if self._session_ids(scope) or self._memories_raw(scope):
+                out.append(scope)
+        return sorted(out)
+
+    def delete_session(self, scope: str, session: str) -> bool:
+        """Admin purge: remove the session's document. True if it existed."""
+        path = self._session_path(scope, session)
+        with self._locked():
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                return False
+            except OSError as exc:
+                raise StoreError(f"cannot delete {path}: {exc}") from exc
+            _fsync_dir(path.parent)
+            self._cache.pop(path, None)
+            return True
+
+    # -- messages -------------------------------------------------------------------
+
+    def append(
+        self, scope: str, session: str, messages: Sequence[NewMessage], tokens: Sequence[int]
+    ) -> list[Message]:
+        """Store messages atomically, in order, creating the session if absent."""
+        check_batch(messages, tokens)
+        with self._locked():
+            parsed = self._parsed(scope, session)
+            info, history, states = (
+                parsed if parsed is not None else (self._new_info(scope, session, None), [], [])
+            )
+            if not messages:
+                if parsed is None:
+                    self._save(info, history, states)
+                return []
+            ids = self._next_ids("message", len(messages))
+            stored = [
+                Message(
+                    id=new_id,
+                    scope=scope,
+                    session=session,
+                    role=m.role,
+                    content=m.content,
+                    created_at=_utc(m.created_at),
+                    tokens=int(count),
+                    name=m.name,
+                    tool_calls=m.tool_calls,
+                    tool_call_id=m.tool_call_id,
+                    metadata=frozen_metadata(m.metadata),
+                )
+                for new_id, m, count in zip(ids, messages, tokens, strict=True)
+            ]
+            stamps = [m.created_at for m in stored]
+            first = min([*stamps, *([info.first_message_at] if info.first_message_at else [])])
+            last = max([*stamps, *([info.last_message_at] if info.last_message_at else [])])
+            info = replace(
+                info,
+                updated_at=max(_now(), info.updated_at),
+                message_count=info.message_count + len(stored),
+                token_count=info.token_count + sum(m.tokens for m in stored),
+                first_message_at=first,
+                last_message_at=last,
+            )
+            self._save(info, history + stored, states)
+            return stored
+
+    def _messages(self, scope: str, session: str) -> list[Message]:
+        parsed = self._parsed(scope, session)
+        return [] if parsed is None else parsed[1]
+
+    def tail(
+        self, scope: str, session: str, *, limit: int, before_id: int | None = None
+    ) -> list[Message]:
+        """The newest ``limit`` messages with ``id < before_id`` (or all), oldest first."""
+        rows = self._messages(scope, session)
+        if before_id is not None:
+            rows = [m for m in rows if m.id < before_id]
+        count = _clamp(limit)
+        return rows[len(rows) - count :] if count else []
+
+    def page(
+        self, scope: str, session: str, *, after_id: int | None = None, limit: int = 100
+    ) -> list[Message]:
+        """The oldest ``limit`` messages with ``id > after_id`` (or all), oldest first."""
+        rows = self._messages(scope, session)
+        if after_id is not None:
+            rows = [m for m in rows if m.id > after_id]
+        return rows[: _clamp(limit)]
+
+    def _scope_messages(self, scope: str, session: str | None) -> Iterator[Message]:
+        sessions = [session] if session is not None else self._session_ids(scope)
+        for sid in sessions:
+            yield from self._messages(scope, sid)
+
+    def get_message(self, scope: str, message_id: int) -> Message | None:
+        """One message by id, only if it belongs to a session of ``scope`` (a scan)."""
+        for message in self._scope_messages(scope, None):
+            if message.id == message_id:
+                return message
+        return None
+
+    def between(
+        self,
+        scope: str,
+        session: str | None,
+        start: datetime,
+        end: datetime,
+        *,
+        limit: int = 100,
+        roles: Sequence[str] | None = None,
+    ) -> list[Message]:
+        """Messages with ``start <= created_at < end``, oldest first."""
+        low, high = _utc(start), _utc(end)
+        wanted = set(roles) if roles is not None else None
+        rows = [
+            m
+            for m in self._scope_messages(scope, session)
+            if low <= m.created_at < high and (wanted is None or m.role in wanted)
+        ]
+        rows.sort(key=lambda m: (m.created_at, m.id))
+        return rows[: _clamp(limit)]
+
+    def search(
+        self,
+        scope: str,
+        query: str,
+        *,
+        session: str | None = None,
+        roles: Sequence[str] | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 10,
+    ) -> list[SearchHit]:
+        """Full-text search by scan: any query word matches on its stem; best first."""
+        stemmer = Stemmer()
+        wanted_stems = stemmer.stems(extract_terms(query))
+        if not wanted_stems or _clamp(limit) == 0:
+            return []
+        wanted_roles = set(roles) if roles is not None else None
+        low = _utc(start) if start is not None else None
+        high = _utc(end) if end is not None else None
+        scored: list[tuple[float, int, Message, str]] = []
+        for message in self._scope_messages(scope, session):
+            if wanted_roles is not None and message.role not in wanted_roles:
+                continue
+            if (low is not None and message.created_at < low) or (
+                high is not None and message.created_at >= high
+            ):
+                continue
+            hit = score_message(stemmer, wanted_stems, message)
+            if hit is not None:
+                scored.append((hit[0], message.id, message, hit[1]))
+        scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+        return [
+            SearchHit(message=message, score=score, snippet=snippet)
+            for score, _, message, snippet in scored[: _clamp(limit)]
+        ]
+
+    # -- session state --------------------------------------------------------------
+
+    def load_state(self, scope: str, session: str, kind: str) -> StateRecord | None:
+        """The state document of that kind, or None if never saved."""
+        parsed = self._parsed(scope, session)
+        if parsed is None:
+            return None
+        return next((s for s in parsed[2] if s.kind == kind), None)
+
+    def list_states(self, scope: str, session: str) -> list[StateRecord]:
+        """Every state document of the session, by kind (used by :mod:`engram.transfer`)."""
+        parsed = self._parsed(scope, session)
+        return [] if parsed is None else sorted(parsed[2], key=lambda s: s.kind)
+
+    def save_state(
+        self, scope: str, session: str, kind: str, data: JSON, *, expected_version: int
+    ) -> StateRecord | None:
+        """Compare-and-set on ``version``; None when another writer got there first."""
+        with self._locked():
+            parsed = self._parsed(scope, session)
+            info, messages, states = (
+                parsed if parsed is not None else (self._new_info(scope, session, None), [], [])
+            )
+            current = next((s for s in states if s.kind == kind), None)
+            if (current.version if current is not None else 0) != expected_version:
+                return None
+            record = StateRecord(
+                kind=kind,
+                version=expected_version + 1,
+                data=json.loads(json.dumps(data)),
+                updated_at=_now(),
+            )
+            self._save(info, messages, [s for s in states if s.kind != kind] + [record])
+            return record
+
+    # -- memories, audit, usage -------------------------------------------------------
+
+    def _scope_file(self, scope: str, name: str, key: str) -> list[JSON]:
+        path = self._scope_dir(scope) / name
+        data = self._read_json(path)
+        if data is None:
+            return []
+        if not isinstance(data, dict) or not isinstance(data.get(key), list):
+            raise self._corrupt(
+                path, CorruptedData(f"{path}: expected an object with a {key!r} list")
+            )
+        return list(data[key])
+
+    def _write_scope_file(self, scope: str, name: str, key: str, rows: list[JSON]) -> None:
+        self._ensure_scope(scope)
+        self._write_json(self._scope_dir(scope) / name, {"scope": scope, key: rows})
+
+    def _memories_raw(self, scope: str) -> list[JSON]:
+        return self._scope_file(scope, MEMORIES_FILE, "memories")
+
+    def _memory(self, scope: str, row: Mapping[str, Any]) -> MemoryRecord:
+        path = self._scope_dir(scope) / MEMORIES_FILE
+        try:
+            return MemoryRecord(
+                id=int(row["id"]),
+                scope=scope,
+                content=str(row["content"]),
+                created_at=jsondoc.parse_time(row["created_at"], f"{path} created_at"),
+                updated_at=jsondoc.parse_time(row["updated_at"], f"{path} updated_at"),
+                source_session=row.get("source_session"),
+                metadata=dict(row.get("metadata") or {}),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise self._corrupt(path, CorruptedData(f"{path}: bad memory ({exc})")) from None
+
+    def add_memory(
+        self,
+        scope: str,
+        content: str,
+        *,
+        source_session: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+    ) -> MemoryRecord:
+        """Store a new memory for the scope."""
+        stamp = _utc(created_at) if created_at is not None else _now()
+        with self._locked():
+            rows = self._memories_raw(scope)
+            (new_id,) = self._next_ids("memory", 1)
+            row: JSON = {
+                "id": new_id,
+                "content": content,
+                "source_session": source_session,
+                "metadata": frozen_metadata(metadata),
+                "created_at": jsondoc.iso(stamp),
+                "updated_at": jsondoc.iso(stamp),
+            }
+            self._write_scope_file(scope, MEMORIES_FILE, "memories", [*rows, row])
+            return self._memory(scope, row)
+
+    def list_memories(self, scope: str) -> list[MemoryRecord]:
+        """The scope's memories, oldest first (ties by id)."""
+        records = [self._memory(scope, row) for row in self._memories_raw(scope)]
+        return sorted(records, key=lambda r: (r.created_at, r.id))
+
+    def get_memory(self, scope: str, memory_id: int) -> MemoryRecord | None:
+        """One memory, only if it belongs to ``scope``."""
+        return next((m for m in self.list_memories(scope) if m.id == memory_id), None)
+
+    def update_memory(
+        self,
+        scope: str,
+        memory_id: int,
+        *,
+        content: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryRecord | None:
+        """Change content and/or metadata; bumps ``updated_at``. None if not in scope."""
+        with self._locked():
+            rows = self._memories_raw(scope)
+            for i, row in enumerate(rows):
+                if int(row.get("id", -1)) != memory_id:
+                    continue
+                old = self._memory(scope, row)
+                new = dict(row)
+                if content is not None:
+                    new["content"] = content
+                if metadata is not None:
+                    new["metadata"] = dict(metadata)
+                new["updated_at"] = jsondoc.iso(max(_now(), old.updated_at))
+                rows[i] = new
+                self._write_scope_file(scope, MEMORIES_FILE, "memories", rows)
+                return self._memory(scope, new)
+            return None
+
+    def delete_memory(self, scope: str, memory_id: int) -> bool:
+        """Delete one memory of the scope. True if it existed."""
+        with self._locked():
+            rows = self._memories_raw(scope)
+            kept = [row for row in rows if int(row.get("id", -1)) != memory_id]
+            if len(kept) == len(rows):
+                return False
+            self._write_scope_file(scope, MEMORIES_FILE, "memories", kept)
+            return True
+
+    def purge_memories(self, scope: str) -> int:
+        """Delete every memory of the scope (the audit trail stays). Returns how many."""
+        with self._locked():
+            rows = self._memories_raw(scope)
+            if rows:
+                self._write_scope_file(scope, MEMORIES_FILE, "memories", [])
+            return len(rows)
+
+    def add_audit(self, scope: str, event: Mapping[str, Any]) -> None:
+        """Append an event to the scope's audit trail (an ISO ``at`` in the event is kept)."""
+        body = json.loads(json.dumps(dict(event), default=str))
+        body.pop("id", None)
+        at = body.pop("at", None)
+        try:
+            stamp = jsondoc.parse_time(at, "at") if at is not None else _now()
+        except CorruptedData:
+            stamp = _now()
+        with self._locked():
+            rows = self._scope_file(scope, AUDIT_FILE, "events")
+            (new_id,) = self._next_ids("audit", 1)
+            rows.append({"id": new_id, "at": jsondoc.iso(stamp), "event": body})
+            self._write_scope_file(scope, AUDIT_FILE, "events", rows)
+
+    def list_audit(self, scope: str, *, limit: int = 100) -> list[JSON]:
+        """The scope's audit events, newest first; each has ``id`` and ``at`` added."""
+        rows = self._scope_file(scope, AUDIT_FILE, "events")
+        rows.sort(key=lambda r: int(r.get("id", 0)), reverse=True)
+        return [
+            {**dict(r.get("event") or {}), "id": int(r["id"]), "at": r["at"]}
+            for r in rows[: _clamp(limit)]
+        ]
+
+    def record_usage(self, scope: str, session: str | None, usage: UsageRecord) -> None:
+        """Record one LLM call made on behalf of the scope (and session, if any)."""
+        row: JSON = {
+            "session": session,
+            "model": usage.model,
+            "purpose": usage.purpose,
+            "input_tokens": int(usage.input_tokens),
+            "output_tokens": int(usage.output_tokens),
+            "cost_usd": usage.cost_usd,
+            "created_at": jsondoc.iso(usage.created_at),
+        }
+        with self._locked():
+            rows = self._scope_file(scope, USAGE_FILE, "calls")
+            self._write_scope_file(scope, USAGE_FILE, "calls", [*rows, row])
+
+    def usage_totals(self, scope: str, session: str | None = None) -> JSON:
+        """Sums: ``calls``, ``input_tokens``, ``output_tokens``, ``cost_usd``, by purpose too."""
+        groups: dict[str, list[int | float]] = {}
+        for row in self._scope_file(scope, USAGE_FILE, "calls"):
+            if session is not None and row.get("session") != session:
+                continue
+            group = groups.setdefault(str(row.get("purpose")), [0, 0, 0, 0.0])
+            group[0] += 1
+            group[1] += int(row.get("input_tokens") or 0)
+            group[2] += int(row.get("output_tokens") or 0)
+            group[3] += float(row.get("cost_usd") or 0.0)
+        return usage_summary(
+            (p, int(g[0]), int(g[1]), int(g[2]), float(g[3])) for p, g in sorted(groups.items())
+        )
+
+    def __repr__(self) -> str:
+        return f"JsonDirStore({str(self.root)!r})"

@@ -1,0 +1,237 @@
+"""Versioned schema migrations for the PostgreSQL backend.
+
+Each migration is an ordered, named function. It runs in one transaction
+together with its row in ``engram_migrations``, under a transaction-level
+advisory lock, so several Engram servers starting at once against one database
+apply each migration exactly once. Tables are created unqualified: they live
+in the first schema of the connection's ``search_path``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import psycopg
+
+from engram.errors import MigrationError
+
+#: Advisory-lock key taken while migrating (any constant; "engram" in ASCII).
+MIGRATION_LOCK_KEY = 0x656E6772616D
+
+#: Characters of a message indexed for search. Punctuation (``_``, ``.``, ``@``...) splits
+#: words, as in :mod:`engram.search_query`; the cap keeps the tsvector under its 1 MB limit.
+SEARCHED_CHARS = 400_000
+
+Migration = Callable[[psycopg.Connection[tuple[object, ...]]], None]
+
+
+def m001_initial(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Sessions, messages (weighted tsvector + GIN index), state, memories, audit, usage."""
+    # English stemming without a stop-word list: every word a person types is searchable,
+    # as with the SQLite (FTS5 porter) and jsondir backends.
+    conn.execute("CREATE TEXT SEARCH DICTIONARY engram_stem (TEMPLATE = snowball, Language = english)")
+    conn.execute("CREATE TEXT SEARCH CONFIGURATION engram_english (COPY = pg_catalog.english)")
+    conn.execute(
+        "ALTER TEXT SEARCH CONFIGURATION engram_english ALTER MAPPING FOR "
+        "asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH engram_stem"
+    )
+    conn.execute(
+        """
+        CREATE TABLE sessions (
+            scope            text        NOT NULL,
+            id               text        NOT NULL,
+            created_at       timestamptz NOT NULL,
+            updated_at       timestamptz NOT NULL,
+            message_count    bigint      NOT NULL DEFAULT 0,
+            token_count      bigint      NOT NULL DEFAULT 0,
+            policy           jsonb,
+            first_message_at timestamptz,
+            last_message_at  timestamptz,
+            PRIMARY KEY (scope, id)
+        )
+        """
+    )
+    conn.execute("CREATE INDEX sessions_by_update ON sessions (updated_at DESC, scope, id)")
+    conn.execute(
+        f"""
+        CREATE TABLE messages (
+            id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            scope        text        NOT NULL,
+            session      text        NOT NULL,
+            role         text        NOT NULL,
+            content      text        NOT NULL,
+            name         text,
+            tool_calls   json,
+            tool_call_id text,
+            created_at   timestamptz NOT NULL,
+            tokens       integer     NOT NULL,
+            metadata     jsonb       NOT NULL DEFAULT '{{}}',
+            search       tsvector GENERATED ALWAYS AS (
+                setweight(to_tsvector('engram_english'::regconfig, regexp_replace(
+                    left(coalesce(content, ''), {SEARCHED_CHARS}), '[[:punct:]]', ' ', 'g')), 'A') ||
+                setweight(to_tsvector('engram_english'::regconfig, regexp_replace(
+                    coalesce(name, ''), '[[:punct:]]', ' ', 'g')), 'B')
+            ) STORED,
+            FOREIGN KEY (scope, session) REFERENCES sessions (scope, id) ON DELETE CASCADE
+        )
+        """
+    )
+    conn.execute("CREATE INDEX messages_by_session ON messages (scope, session, id)")
+    conn.execute("CREATE INDEX messages_by_time ON messages (scope, created_at, id)")
+    conn.execute("CREATE INDEX messages_search ON messages USING gin (search)")
+    conn.execute(
+        """
+        CREATE TABLE states (
+            scope      text        NOT NULL,
+            session    text        NOT NULL,
+            kind       text        NOT NULL,
+            version    integer     NOT NULL,
+            data       jsonb       NOT NULL,
+            updated_at timestamptz NOT NULL,
+            PRIMARY KEY (scope, session, kind),
+            FOREIGN KEY (scope, session) REFERENCES sessions (scope, id) ON DELETE CASCADE
+        )
+        """
+    )
+    conn.execute(
+        """
+        CREATE TABLE memories (
+            id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            scope          text        NOT NULL,
+            content        text        NOT NULL,
+            source_session text,
+            metadata       jsonb       NOT NULL DEFAULT '{}',
+            created_at     timestamptz NOT NULL,
+            updated_at     timestamptz NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX memories_by_scope ON memories (scope, created_at, id)")
+    conn.execute(
+        """
+        CREATE TABLE memory_audit (
+            id    bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            scope text        NOT NULL,
+            at    timestamptz NOT NULL,
+            event jsonb       NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX memory_audit_by_scope ON memory_audit (scope, id DESC)")
+    conn.execute(
+        """
+        CREATE TABLE usage (
+            id            bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            scope         text        NOT NULL,
+            session       text,
+            model         text        NOT NULL,
+            purpose       text        NOT NULL,
+            input_tokens  integer     NOT NULL,
+            output_tokens integer     NOT NULL,
+            cost_usd      double precision,
+            created_at    timestamptz NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX usage_by_scope ON usage (scope, session)")
+
+
+def m002_jobs(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Background jobs any server may claim with ``FOR UPDATE SKIP LOCKED``."""
+    conn.execute(
+        """
+        CREATE TABLE jobs (
+            id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            kind         text        NOT NULL,
+            scope        text        NOT NULL,
+            session      text,
+            payload      jsonb       NOT NULL DEFAULT '{}',
+            dedupe_key   text,
+            status       text        NOT NULL DEFAULT 'pending'
+                         CHECK (status IN ('pending', 'running', 'done', 'failed')),
+            attempts     integer     NOT NULL DEFAULT 0,
+            max_attempts integer     NOT NULL DEFAULT 3,
+            run_after    timestamptz NOT NULL DEFAULT now(),
+            locked_by    text,
+            locked_until timestamptz,
+            result       jsonb,
+            error        text,
+            created_at   timestamptz NOT NULL DEFAULT now(),
+            updated_at   timestamptz NOT NULL DEFAULT now()
+        )
+        """
+    )
+    conn.execute("CREATE INDEX jobs_ready ON jobs (status, run_after, id)")
+    # At most one live job per (kind, dedupe_key): enqueueing "compact session X" twice is a no-op.
+    conn.execute(
+        "CREATE UNIQUE INDEX jobs_dedupe ON jobs (kind, dedupe_key) "
+        "WHERE dedupe_key IS NOT NULL AND status IN ('pending', 'running')"
+    )
+
+
+def m003_vector(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Enable pgvector when the server ships it and we may create it; otherwise skip quietly."""
+    available = conn.execute(
+        "SELECT 1 FROM pg_available_extensions WHERE name = 'vector'"
+    ).fetchone()
+    installed = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone()
+    if available is None or installed is not None:
+        return
+    try:
+        with conn.transaction():  # a savepoint: a refusal must not abort the migration
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error:
+        pass  # no privilege: embeddings stay unavailable, everything else works
+
+
+#: Every migration, in order. Append only; never edit one that has shipped.
+MIGRATIONS: list[tuple[int, str, Migration]] = [
+    (1, "initial", m001_initial),
+    (2, "jobs", m002_jobs),
+    (3, "vector", m003_vector),
+]
+
+
+def applied_versions(conn: psycopg.Connection[tuple[object, ...]]) -> set[int]:
+    """Versions recorded in ``engram_migrations`` of the current schema."""
+    rows = conn.execute("SELECT version FROM engram_migrations").fetchall()
+    return {int(str(row[0])) for row in rows}
+
+
+def migrate(conn: psycopg.Connection[tuple[object, ...]]) -> list[int]:
+    """Apply every pending migration; return the versions applied now.
+
+    Raises:
+        MigrationError: a migration failed; its transaction was rolled back, so
+            the schema stays at the previous version.
+
+    """
+    done: list[int] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK_KEY,))
+        conn.execute(
+            """
+            CREATE TABLE IF NOT EXISTS engram_migrations (
+                version    integer PRIMARY KEY,
+                name       text        NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """
+        )
+        have = applied_versions(conn)
+        for version, name, step in MIGRATIONS:
+            if version in have:
+                continue
+            try:
+                with conn.transaction():
+                    step(conn)
+                    conn.execute(
+                        "INSERT INTO engram_migrations (version, name) VALUES (%s, %s)",
+                        (version, name),
+                    )
+            except psycopg.Error as exc:
+                raise MigrationError(
+                    f"PostgreSQL migration {version:03d}_{name} failed: {exc}"
+                ) from exc
+            done.append(version)
+    return done

@@ -1,0 +1,251 @@
+"""Versioned schema of the SQLite backend: ordered, named migration functions.
+
+Each migration runs in its own ``BEGIN IMMEDIATE`` transaction together with
+its row in ``_migrations``, so a database is always at a known version: a
+migration that fails is rolled back whole and :class:`MigrationError` says
+which one, leaving the database at the previous version. Running
+:func:`migrate` again is a no-op once every migration is recorded. Migrations
+never use ``executescript`` (it commits behind our back); they execute one
+statement at a time on the connection they are given.
+
+Schema (``m001_initial``):
+
+* ``scopes(id, name UNIQUE, created_at)``;
+* ``sessions(id, scope_id, external_id, policy JSON, created_at, updated_at,
+  message_count, token_count, first_message_at, last_message_at)`` with
+  ``UNIQUE(scope_id, external_id)``: totals are kept at append time;
+* ``messages(id, session_id, role, content, name, tool_calls JSON,
+  tool_call_id, created_at, metadata JSON, tokens)``: append-only;
+  ``AUTOINCREMENT`` so an id is never reused, even after a purge;
+* ``messages_fts``: FTS5 external-content index over ``messages(content,
+  name)`` on the explicit integer id (implicit rowids are not stable across
+  VACUUM), tokenizer ``porter unicode61 remove_diacritics 2``, kept in step by
+  insert/delete/update triggers;
+* ``session_state(session_id, kind, version, data JSON, updated_at)``
+  (tool caches are state documents too);
+* ``memories``, ``memory_audit``, ``llm_usage`` (scope level);
+* ``jobs``: background work queue, ready for workers to claim.
+
+Timestamps are fixed-width ISO-8601 UTC text
+(``YYYY-MM-DDTHH:MM:SS.ffffff+00:00``): they sort and compare as text, the
+sqlite3 shell can read them, and ``date()`` works on them. JSON columns hold
+NULL for "nothing" so readers can skip decoding.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+
+from engram.errors import MigrationError
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _run(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
+    for statement in statements:
+        conn.execute(statement)
+
+
+def m001_initial(conn: sqlite3.Connection) -> None:
+    """Create every table, index and trigger of the first schema."""
+    _run(
+        conn,
+        [
+            """CREATE TABLE scopes (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                name TEXT NOT NULL UNIQUE,
+                created_at TEXT NOT NULL
+            )""",
+            """CREATE TABLE sessions (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                scope_id INTEGER NOT NULL REFERENCES scopes(id),
+                external_id TEXT NOT NULL,
+                policy TEXT,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                message_count INTEGER NOT NULL DEFAULT 0,
+                token_count INTEGER NOT NULL DEFAULT 0,
+                first_message_at TEXT,
+                last_message_at TEXT,
+                UNIQUE (scope_id, external_id)
+            )""",
+            "CREATE INDEX sessions_recent ON sessions(scope_id, updated_at)",
+            "CREATE INDEX sessions_recent_all ON sessions(updated_at)",
+            """CREATE TABLE messages (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+                content TEXT NOT NULL,
+                name TEXT,
+                tool_calls TEXT,
+                tool_call_id TEXT,
+                created_at TEXT NOT NULL,
+                metadata TEXT,
+                tokens INTEGER NOT NULL CHECK (tokens >= 0)
+            )""",
+            "CREATE INDEX messages_session_id ON messages(session_id, id)",
+            "CREATE INDEX messages_session_time ON messages(session_id, created_at)",
+            """CREATE VIRTUAL TABLE messages_fts USING fts5(
+                content, name,
+                content='messages', content_rowid='id',
+                tokenize='porter unicode61 remove_diacritics 2'
+            )""",
+            """CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+                INSERT INTO messages_fts(rowid, content, name)
+                VALUES (new.id, new.content, new.name);
+            END""",
+            """CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+                INSERT INTO messages_fts(messages_fts, rowid, content, name)
+                VALUES ('delete', old.id, old.content, old.name);
+            END""",
+            """CREATE TRIGGER messages_fts_update AFTER UPDATE ON messages BEGIN
+                INSERT INTO messages_fts(messages_fts, rowid, content, name)
+                VALUES ('delete', old.id, old.content, old.name);
+                INSERT INTO messages_fts(rowid, content, name)
+                VALUES (new.id, new.content, new.name);
+            END""",
+            """CREATE TABLE session_state (
+                session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                kind TEXT NOT NULL,
+                version INTEGER NOT NULL CHECK (version >= 1),
+                data TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                PRIMARY KEY (session_id, kind)
+            ) WITHOUT ROWID""",
+            """CREATE TABLE memories (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                scope_id INTEGER NOT NULL REFERENCES scopes(id),
+                content TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                source_session TEXT,
+                metadata TEXT
+            )""",
+            "CREATE INDEX memories_scope ON memories(scope_id, created_at, id)",
+            """CREATE TABLE memory_audit (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                scope_id INTEGER NOT NULL REFERENCES scopes(id),
+                at TEXT NOT NULL,
+                event TEXT NOT NULL
+            )""",
+            "CREATE INDEX memory_audit_scope ON memory_audit(scope_id, id)",
+            """CREATE TABLE llm_usage (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                scope_id INTEGER NOT NULL REFERENCES scopes(id),
+                session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+                model TEXT NOT NULL,
+                purpose TEXT NOT NULL,
+                input_tokens INTEGER NOT NULL,
+                output_tokens INTEGER NOT NULL,
+                cost_usd REAL,
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX llm_usage_scope ON llm_usage(scope_id, session_id)",
+            """CREATE TABLE jobs (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                kind TEXT NOT NULL,
+                scope_id INTEGER REFERENCES scopes(id),
+                session_id INTEGER REFERENCES sessions(id) ON DELETE CASCADE,
+                payload TEXT NOT NULL DEFAULT '{}',
+                status TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (status IN ('pending', 'running', 'done', 'failed')),
+                run_after TEXT NOT NULL,
+                claimed_by TEXT,
+                claimed_at TEXT,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX jobs_ready ON jobs(status, run_after)",
+        ],
+    )
+
+
+#: Every migration, in the order it is applied. Append only: never edit or reorder.
+MIGRATIONS: tuple[Migration, ...] = (m001_initial,)
+
+_CREATE_LEDGER = """CREATE TABLE IF NOT EXISTS _migrations (
+    name TEXT PRIMARY KEY,
+    applied_at TEXT NOT NULL
+)"""
+
+
+def applied(conn: sqlite3.Connection) -> list[str]:
+    """Names of the migrations recorded in ``conn``'s database, in the order applied."""
+    has_ledger = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_migrations'"
+    ).fetchone()
+    if not has_ledger:
+        return []
+    return [row[0] for row in conn.execute("SELECT name FROM _migrations ORDER BY rowid")]
+
+
+def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
+    """Apply every migration not yet recorded, each in its own transaction.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``).
+
+    Args:
+        conn: an open connection to the database to upgrade.
+        migrations: the ordered migrations (the default is the real schema).
+
+    Returns:
+        The names applied by this call (empty when already up to date).
+
+    Raises:
+        MigrationError: a migration failed (it was rolled back; the database is at
+            the previous version) or the database has migrations this code does not
+            know (it was written by a newer Engram).
+    """
+    known = [m.__name__ for m in migrations]
+    try:
+        unknown = [name for name in applied(conn) if name not in known]
+    except sqlite3.Error as exc:
+        raise MigrationError(f"cannot read the migration ledger: {exc}") from exc
+    if unknown:
+        raise MigrationError(
+            f"the database has migrations this Engram does not know ({', '.join(unknown)}); "
+            "it was written by a newer version: upgrade engram"
+        )
+    done: list[str] = []
+    for migration in migrations:
+        name = migration.__name__
+        try:
+            # IMMEDIATE takes the write lock first, so two processes opening a new
+            # database at once cannot both apply the same migration.
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise MigrationError(f"cannot start migration {name}: {exc}") from exc
+        try:
+            conn.execute(_CREATE_LEDGER)
+            if conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
+                conn.execute("COMMIT")
+                continue
+            migration(conn)
+            conn.execute(
+                "INSERT INTO _migrations(name, applied_at) VALUES (?, ?)",
+                (name, datetime.now(UTC).isoformat(timespec="microseconds")),
+            )
+            conn.execute("COMMIT")
+        except Exception as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            previous = done[-1] if done else _last_applied(conn)
+            raise MigrationError(
+                f"migration {name} failed ({type(exc).__name__}: {exc}); "
+                f"the database is left at {previous or 'an empty schema'}"
+            ) from exc
+        done.append(name)
+    return done
+
+
+def _last_applied(conn: sqlite3.Connection) -> str | None:
+    try:
+        names = applied(conn)
+    except sqlite3.Error:
+        return None
+    return names[-1] if names else None
+
+
+__all__ = ["MIGRATIONS", "Migration", "applied", "m001_initial", "migrate"]

@@ -1,0 +1,319 @@
+"""Test helpers shipped with Engram, so applications can test their own LLM paths.
+
+:class:`FakeLLMServer` is a real OpenAI-compatible HTTP server on 127.0.0.1,
+running in a background thread. Any client (Engram's, the ``openai`` SDK,
+``httpx``) talks to it exactly as it talks to OpenAI. Each test scripts it with
+a queue of answers; when the queue is empty a default responder answers::
+
+    with FakeLLMServer() as llm:
+        llm.reply("Hello!")
+        llm.fail(500)
+        llm.reply_json({"user_preferences": {"theme": "dark"}})
+        client = LLMClient("gpt-4o-mini", base_url=llm.base_url)
+        ...
+        assert len(llm.requests) == 3
+
+It serves ``POST /v1/chat/completions`` (non-streaming) and ``GET /v1/models``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from engram.models import JSON
+from engram.tokens import count_messages, storage_counter
+
+__all__ = ["FakeLLMServer", "FakeResponse", "RecordedRequest"]
+
+
+@dataclass(slots=True)
+class FakeResponse:
+    """One scripted answer.
+
+    ``raw_body`` (when set) is sent as is, so a test can send garbage; else a
+    chat completion is built from ``content`` / ``tool_calls``. ``delay`` is
+    slept before answering (interrupted when the server stops).
+    """
+
+    content: str | None = ""
+    tool_calls: list[JSON] | None = None
+    status: int = 200
+    finish_reason: str = "stop"
+    delay: float = 0.0
+    raw_body: bytes | None = None
+    content_type: str = "application/json"
+    usage: JSON | None = None
+    omit_usage: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """A request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: JSON | None
+    raw: bytes = field(repr=False, default=b"")
+
+    @property
+    def messages(self) -> list[JSON]:
+        """The chat messages of the request (empty if none)."""
+        if not self.body:
+            return []
+        messages = self.body.get("messages", [])
+        return messages if isinstance(messages, list) else []
+
+
+Responder = Callable[[RecordedRequest], "FakeResponse | str"]
+
+
+def echo_responder(request: RecordedRequest) -> FakeResponse:
+    """Default answer: "ok: " and the text of the last message."""
+    messages = request.messages
+    last = messages[-1].get("content", "") if messages else ""
+    return FakeResponse(content=f"ok: {last}"[:500])
+
+
+class FakeLLMServer:
+    """A scriptable OpenAI-compatible chat-completions server on 127.0.0.1."""
+
+    def __init__(self, *, default: Responder | None = None, model: str = "fake-model"):
+        """Prepare the server; :meth:`start` (or ``with``) binds a free port.
+
+        Args:
+            default: Answers when the script queue is empty (echo by default).
+            model: Model name reported in answers when the request names none.
+
+        """
+        self.default: Responder = default or echo_responder
+        self.model = model
+        self.requests: list[RecordedRequest] = []
+        self._queue: deque[FakeResponse] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._ids = 0
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def start(self) -> FakeLLMServer:
+        """Bind a free port on 127.0.0.1 and serve in a background thread."""
+        if self._server is not None:
+            return self
+        self._stopping.clear()
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        # Non-daemon handler threads are joined by server_close(): no thread outlives stop().
+        server.daemon_threads = False
+        server.block_on_close = True
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, wake any slow answer, and close the socket."""
+        if self._server is None:
+            return
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join()
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> FakeLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        """The bound TCP port."""
+        if self._server is None:
+            raise RuntimeError("FakeLLMServer is not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The URL to give an OpenAI client: ``http://127.0.0.1:<port>/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- scripting ----------------------------------------------------------------
+
+    def push(self, *responses: FakeResponse) -> FakeLLMServer:
+        """Queue answers, served in order, one per request."""
+        with self._lock:
+            self._queue.extend(responses)
+        return self
+
+    def reply(self, text: str, *, finish_reason: str = "stop", **kw: Any) -> FakeLLMServer:
+        """Queue a plain text answer."""
+        return self.push(FakeResponse(content=text, finish_reason=finish_reason, **kw))
+
+    def reply_json(self, obj: Any, *, fenced: bool = False, **kw: Any) -> FakeLLMServer:
+        """Queue an answer whose content is ``obj`` as JSON (optionally in a ```json fence)."""
+        text = json.dumps(obj)
+        if fenced:
+            text = f"```json\n{text}\n```"
+        return self.push(FakeResponse(content=text, **kw))
+
+    def reply_tool_calls(self, calls: Sequence[Mapping[str, Any]], **kw: Any) -> FakeLLMServer:
+        """Queue an answer that calls tools: each call is ``{"name", "arguments", "id"?}``."""
+        tool_calls = []
+        for i, call in enumerate(calls):
+            args = call.get("arguments", {})
+            tool_calls.append(
+                {
+                    "id": call.get("id", f"call_{i + 1}"),
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": args if isinstance(args, str) else json.dumps(args),
+                    },
+                }
+            )
+        return self.push(
+            FakeResponse(content=None, tool_calls=tool_calls, finish_reason="tool_calls", **kw)
+        )
+
+    def fail(self, status: int = 500, message: str = "internal error") -> FakeLLMServer:
+        """Queue an HTTP error answer (OpenAI's error body)."""
+        body = json.dumps({"error": {"message": message, "type": "server_error"}}).encode()
+        return self.push(FakeResponse(status=status, raw_body=body))
+
+    def slow(self, seconds: float, text: str = "slow answer") -> FakeLLMServer:
+        """Queue an answer that arrives after ``seconds``."""
+        return self.push(FakeResponse(content=text, delay=seconds))
+
+    def garbage(
+        self, body: bytes = b"<html>502 Bad Gateway</html>", content_type: str = "text/html"
+    ) -> FakeLLMServer:
+        """Queue a 200 answer whose body is not a chat completion."""
+        return self.push(FakeResponse(raw_body=body, content_type=content_type))
+
+    def truncated_json(self, obj: Any, keep: float = 0.5) -> FakeLLMServer:
+        """Queue a JSON answer cut after ``keep`` of its length, ``finish_reason="length"``."""
+        text = json.dumps(obj)
+        cut = text[: int(len(text) * keep)]
+        return self.push(FakeResponse(content=cut, finish_reason="length"))
+
+    @property
+    def pending(self) -> int:
+        """Scripted answers not yet served."""
+        with self._lock:
+            return len(self._queue)
+
+    # -- serving (called from handler threads) ------------------------------------
+
+    def _next(self, request: RecordedRequest) -> FakeResponse:
+        with self._lock:
+            self.requests.append(request)
+            if self._queue:
+                return self._queue.popleft()
+        answer = self.default(request)
+        return FakeResponse(content=answer) if isinstance(answer, str) else answer
+
+    def _completion(self, request: RecordedRequest, response: FakeResponse) -> JSON:
+        with self._lock:
+            self._ids += 1
+            number = self._ids
+        body = request.body or {}
+        message: JSON = {"role": "assistant", "content": response.content}
+        if response.tool_calls:
+            message["tool_calls"] = response.tool_calls
+        out: JSON = {
+            "id": f"chatcmpl-fake-{number}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": response.finish_reason}],
+        }
+        if not response.omit_usage:
+            out["usage"] = response.usage or _usage(request.messages, response)
+        return out
+
+
+def _usage(messages: list[JSON], response: FakeResponse) -> JSON:
+    counter = storage_counter()
+    try:
+        prompt = count_messages(counter, messages)
+    except (KeyError, TypeError, AttributeError):
+        prompt = 0
+    completion = counter.count_text(response.content or "")
+    if response.tool_calls:
+        completion += counter.count_text(json.dumps(response.tool_calls))
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _make_handler(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        # HTTP/1.0: one request per connection, so no keep-alive thread outlives stop().
+        protocol_version = "HTTP/1.0"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Stay quiet: tests read ``fake.requests`` instead."""
+
+        def _record(self) -> RecordedRequest:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except json.JSONDecodeError:
+                body = None
+            return RecordedRequest(
+                method=self.command,
+                path=self.path,
+                headers={k.lower(): v for k, v in self.headers.items()},
+                body=body if isinstance(body, dict) else None,
+                raw=raw,
+            )
+
+        def _send(self, status: int, body: bytes, content_type: str) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout test); nothing to tell it
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):
+                data = {"object": "list", "data": [{"id": fake.model, "object": "model"}]}
+                self._send(200, json.dumps(data).encode(), "application/json")
+            else:
+                self._send(404, b'{"error": {"message": "not found"}}', "application/json")
+
+        def do_POST(self) -> None:
+            request = self._record()
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._send(404, b'{"error": {"message": "not found"}}', "application/json")
+                return
+            response = fake._next(request)
+            if response.delay and fake._stopping.wait(response.delay):
+                return  # server stopping: drop the answer
+            if response.raw_body is not None:
+                self._send(response.status, response.raw_body, response.content_type)
+                return
+            body = json.dumps(fake._completion(request, response)).encode()
+            self._send(response.status, body, "application/json")
+
+    return Handler

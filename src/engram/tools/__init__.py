@@ -1,0 +1,55 @@
+"""Tools the model calls to recall history, as typed functions with derived schemas.
+
+::
+
+    from engram import tools
+
+    response = client.chat.completions.create(
+        model=..., messages=ctx.messages, tools=tools.schemas("openai")
+    )
+    for call in response.choices[0].message.tool_calls or []:
+        answer = tools.dispatch(chat, call.function.name, call.function.arguments)
+        chat.add("tool", answer, tool_call_id=call.id)
+
+``schemas(flavor)`` gives the same tools for OpenAI chat completions
+("openai"), the OpenAI Responses API ("responses"), Anthropic ("anthropic")
+and MCP ("mcp"). Further tools join with :func:`register`.
+"""
+
+from engram.tools import definitions as _definitions  # registers the retrieval tools
+from engram.tools.dispatcher import ERROR_TYPES, ToolError, decode_arguments, dispatch, validate
+from engram.tools.registry import (
+    TOOLS,
+    Tool,
+    ToolEngram,
+    ToolSession,
+    register,
+    schemas,
+    select,
+    unregister,
+)
+from engram.tools.results import DEFAULT_MAX_RESULT_TOKENS, cap_result
+from engram.tools.schema import FLAVORS, Length, Range
+
+del _definitions
+
+__all__ = [
+    "DEFAULT_MAX_RESULT_TOKENS",
+    "ERROR_TYPES",
+    "FLAVORS",
+    "TOOLS",
+    "Length",
+    "Range",
+    "Tool",
+    "ToolEngram",
+    "ToolError",
+    "ToolSession",
+    "cap_result",
+    "decode_arguments",
+    "dispatch",
+    "register",
+    "schemas",
+    "select",
+    "unregister",
+    "validate",
+]

@@ -1,0 +1,234 @@
+"""The retrieval tools the model calls to recall what it no longer sees (seed 000).
+
+Each tool is a typed function: the first parameter is the bound session
+(hidden from the model, so a model can never name another conversation or
+scope), the docstring is what the model reads. Compared with seed 000:
+
+* search is ranked full-text search (stems, BM25) instead of an unescaped
+  ``LIKE``; the query is plain text, so quotes, ``*``, ``NEAR``, ``%`` or ``_``
+  are just characters;
+* dates go through :func:`engram.dates.parse_when` in the engine's time zone
+  and an unreadable date is an error the model can read, never "today";
+* ``get_message_by_id`` only finds messages of the caller's scope; one of
+  another scope is "not found", exactly like a missing one;
+* extended context pages backwards with ``before_id`` instead of always
+  returning the same newest messages.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo
+
+from engram.errors import InvalidQuery, MessageNotFound, NotFound
+from engram.models import JSON, Message
+from engram.tools.registry import ToolSession, register
+from engram.tools.schema import Length, Range
+
+#: Most messages ``get_extended_context`` returns (seed 000's MAX_EXTENDED_CONTEXT).
+MAX_EXTENDED_CONTEXT = 50
+#: Most hits or messages any other tool returns in one call.
+MAX_TOOL_RESULTS = 50
+#: Longest search query accepted, in characters.
+MAX_QUERY_CHARS = 500
+#: Longest date phrase accepted, in characters (matches engram.dates).
+MAX_DATE_CHARS = 100
+
+RoleName = Literal["system", "user", "assistant", "tool"]
+
+
+@register(items_key="results")
+def search_history(
+    session: ToolSession,
+    query: Annotated[str, Length(1, MAX_QUERY_CHARS)],
+    limit: Annotated[int, Range(1, MAX_TOOL_RESULTS)] = 5,
+    role: RoleName | None = None,
+    date: Annotated[str, Length(1, MAX_DATE_CHARS)] | None = None,
+    all_sessions: bool = False,
+) -> JSON:
+    """Search earlier messages of this conversation by keywords, best matches first.
+
+    Use it when the user refers to something discussed before that is not in
+    the visible context; then quote what you find instead of guessing. Words
+    also match their plural and tense variants.
+
+    Args:
+        session: The bound session (hidden from the model).
+        query: Keywords or a phrase to look for, as plain text.
+        limit: Most results to return.
+        role: Only messages written by this role.
+        date: Only messages from this day or range, e.g. "2025-03-03", "yesterday",
+            "monday", "last week", "3 days ago", "2025-03-01..2025-03-05".
+        all_sessions: Also search the other conversations of this project.
+    """
+    start = end = None
+    if date is not None:
+        start, end = session.date_range(date)
+    hits = session.search(
+        query,
+        limit=limit,
+        roles=[role] if role else None,
+        start=start,
+        end=end,
+        all_sessions=all_sessions,
+    )
+    zone = session.engram.tz
+    results = []
+    for hit in hits:
+        item = _head(hit.message, zone)
+        item["snippet"] = hit.snippet or _preview(hit.message.content)
+        if all_sessions:
+            item["session"] = hit.message.session
+        results.append(item)
+    out: JSON = {"query": query}
+    if start is not None and end is not None:
+        out["from"], out["until"] = _local(start, zone), _local(end, zone)
+    out["count"] = len(results)
+    out["results"] = results
+    return out
+
+
+@register(items_key="messages")
+def get_messages_by_date(
+    session: ToolSession,
+    date: Annotated[str, Length(1, MAX_DATE_CHARS)],
+    limit: Annotated[int, Range(1, MAX_TOOL_RESULTS)] = 20,
+    role: RoleName | None = None,
+) -> JSON:
+    """Get the messages of a day or date range, oldest first.
+
+    Use it when the user refers to a date ("yesterday", "on Monday", "last
+    week", "March 3"). A bare weekday means the most recent one before today.
+
+    Args:
+        session: The bound session (hidden from the model).
+        date: "2025-03-03", "yesterday", "today", "monday", "last week",
+            "this month", "3 days ago", "March 3", or a range such as
+            "2025-03-01..2025-03-05" (both ends included).
+        limit: Most messages to return.
+        role: Only messages written by this role.
+    """
+    start, end = session.date_range(date)
+    found = session.by_date(date, limit=limit + 1, roles=[role] if role else None)
+    zone = session.engram.tz
+    messages = [_full(message, zone) for message in found[:limit]]
+    return {
+        "date": date,
+        "from": _local(start, zone),
+        "until": _local(end, zone),
+        "count": len(messages),
+        "has_more": len(found) > limit,
+        "messages": messages,
+    }
+
+
+@register(items_key="messages", drop_from="start")
+def get_extended_context(
+    session: ToolSession,
+    count: Annotated[int, Range(1, MAX_EXTENDED_CONTEXT)] = 30,
+    before_id: Annotated[int, Range(1, None)] | None = None,
+) -> JSON:
+    """Load more of this conversation than the visible window, oldest first.
+
+    Use it when a question needs more context than you can see. To go further
+    back, call it again with before_id set to the next_before_id it returned.
+
+    Args:
+        session: The bound session (hidden from the model).
+        count: How many messages to load.
+        before_id: Only messages older than this message id (default: the newest).
+    """
+    found = session.extended(count, before_id=before_id)
+    zone = session.engram.tz
+    return {
+        "count": len(found),
+        # A full page may have more before it; a short one reached the first message.
+        "next_before_id": found[0].id if found and len(found) >= count else None,
+        "messages": [_full(message, zone) for message in found],
+    }
+
+
+@register
+def get_message_by_id(
+    session: ToolSession,
+    message_id: Annotated[int, Range(1, None)],
+    offset: Annotated[int, Range(0, None)] = 0,
+) -> JSON:
+    """Get the full text of one message by its id (ids appear in the other tools' results).
+
+    Long texts come in parts: call again with the offset a cut result names.
+
+    Args:
+        session: The bound session (hidden from the model).
+        message_id: The message id.
+        offset: Character position to start reading from.
+    """
+    try:
+        message = session.engram.message(message_id, scope=session.scope)
+    except NotFound:
+        # One wording whether absent or in another scope: existence must not leak.
+        raise MessageNotFound(f"no message with id {message_id}") from None
+    total = len(message.content)
+    if offset > total:
+        raise InvalidQuery(
+            f"offset {offset} is past the end of message {message_id} ({total} characters)"
+        )
+    out = _head(message, session.engram.tz)
+    out["session"] = message.session
+    if message.tool_calls:
+        out["tool_calls"] = message.tool_calls
+    if message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    out["total_chars"] = total
+    out["offset"] = offset
+    out["content"] = message.content[offset:]
+    return out
+
+
+@register
+def get_memory_stats(session: ToolSession) -> JSON:
+    """Get the size of this conversation's history: message count, first and last dates, tokens."""
+    stats = session.stats()
+    return {key: _plain(value) for key, value in stats.items()}
+
+
+# -- shapes -------------------------------------------------------------------------
+
+
+def _local(moment: datetime, zone: ZoneInfo) -> str:
+    """An instant in the user's time zone, with its offset: unambiguous and readable."""
+    return moment.astimezone(zone).isoformat(timespec="seconds")
+
+
+def _head(message: Message, zone: ZoneInfo) -> JSON:
+    out: JSON = {"id": message.id, "role": message.role}
+    if message.name:
+        out["name"] = message.name
+    out["created_at"] = _local(message.created_at, zone)
+    return out
+
+
+def _full(message: Message, zone: ZoneInfo) -> JSON:
+    out = _head(message, zone)
+    if message.tool_calls:
+        out["tool_calls"] = [_call_name(call) for call in message.tool_calls]
+    if message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    out["content"] = message.content
+    return out
+
+
+def _call_name(call: JSON) -> str:
+    function = call.get("function")
+    if isinstance(function, dict) and isinstance(function.get("name"), str):
+        return str(function["name"])
+    return str(call.get("name", "?"))
+
+
+def _preview(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value

@@ -1,0 +1,204 @@
+"""The registry of tools the model may call, and the session interface they use.
+
+Retrieval tools register here at import of :mod:`engram.tools.definitions`;
+later tools (memories, ...) register with the same :func:`register` decorator
+and then appear in :func:`schemas` and :func:`engram.tools.dispatch` alike.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, Protocol, TypeVar, overload
+from zoneinfo import ZoneInfo
+
+from engram.errors import ConfigError
+from engram.models import JSON, Message, SearchHit
+from engram.tools.schema import FLAVORS, Flavor, Param, derive, parameters_schema, wire_schema
+
+F = TypeVar("F", bound=Callable[..., JSON])
+
+
+class ToolEngram(Protocol):
+    """What tools need of :class:`engram.Engram`."""
+
+    @property
+    def tz(self) -> ZoneInfo:
+        """The time zone date phrases are read in."""
+        ...
+
+    def message(self, message_id: int, scope: str = "default") -> Message:
+        """One message of ``scope``; raises MessageNotFound otherwise."""
+        ...
+
+
+class ToolSession(Protocol):
+    """What tools need of :class:`engram.Session` (a bound conversation)."""
+
+    @property
+    def scope(self) -> str:
+        """The scope the session (and so every tool call) is confined to."""
+        ...
+
+    @property
+    def id(self) -> str:
+        """The session id."""
+        ...
+
+    @property
+    def engram(self) -> ToolEngram:
+        """The engine the session belongs to."""
+        ...
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        roles: Sequence[str] | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        all_sessions: bool = False,
+    ) -> list[SearchHit]:
+        """Ranked full-text search."""
+        ...
+
+    def by_date(
+        self, when: str, *, limit: int = 20, roles: Sequence[str] | None = None
+    ) -> list[Message]:
+        """Messages of a day or range, oldest first."""
+        ...
+
+    def date_range(self, when: str) -> tuple[datetime, datetime]:
+        """The UTC range a date phrase means in the engine's time zone."""
+        ...
+
+    def extended(self, count: int = 30, *, before_id: int | None = None) -> list[Message]:
+        """Up to 50 messages before ``before_id``, oldest first."""
+        ...
+
+    def stats(self) -> dict[str, Any]:
+        """Counts, first and last dates, stored tokens."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A registered tool: the function and everything derived from it.
+
+    ``items_key`` names the list in the tool's result that may be shortened to
+    fit the result cap, and ``drop_from`` which end loses items first.
+    """
+
+    name: str
+    func: Callable[..., JSON]
+    description: str
+    params: tuple[Param, ...]
+    parameters: JSON
+    items_key: str | None = None
+    drop_from: Literal["start", "end"] = "end"
+
+    def schema(self, flavor: Flavor | str = "openai") -> JSON:
+        """This tool's schema in one provider's shape (a fresh copy each call)."""
+        return wire_schema(flavor, self.name, self.description, copy.deepcopy(self.parameters))
+
+
+#: Every tool the dispatcher knows, by name, in registration order.
+TOOLS: dict[str, Tool] = {}
+
+
+@overload
+def register(
+    func: F,
+    *,
+    name: str | None = None,
+    items_key: str | None = None,
+    drop_from: Literal["start", "end"] = "end",
+    replace: bool = False,
+) -> F: ...
+
+
+@overload
+def register(
+    func: None = None,
+    *,
+    name: str | None = None,
+    items_key: str | None = None,
+    drop_from: Literal["start", "end"] = "end",
+    replace: bool = False,
+) -> Callable[[F], F]: ...
+
+
+def register(
+    func: F | None = None,
+    *,
+    name: str | None = None,
+    items_key: str | None = None,
+    drop_from: Literal["start", "end"] = "end",
+    replace: bool = False,
+) -> F | Callable[[F], F]:
+    """Register a tool function (usable as ``@register`` or ``@register(items_key=...)``).
+
+    Raises:
+        ConfigError: the function cannot be described, or the name is taken
+            (unless ``replace``).
+    """
+
+    def wrap(target: F) -> F:
+        tool_name = name or target.__name__
+        if tool_name in TOOLS and not replace:
+            raise ConfigError(f"a tool named {tool_name!r} is already registered")
+        description, params = derive(target)
+        TOOLS[tool_name] = Tool(
+            name=tool_name,
+            func=target,
+            description=description,
+            params=params,
+            parameters=parameters_schema(params),
+            items_key=items_key,
+            drop_from=drop_from,
+        )
+        return target
+
+    if func is not None:
+        return wrap(func)
+    return wrap
+
+
+def unregister(name: str) -> None:
+    """Remove a tool (mostly for tests of custom tools). Unknown names are ignored."""
+    TOOLS.pop(name, None)
+
+
+def select(names: Iterable[str] | None = None) -> list[Tool]:
+    """The registered tools, or the named ones in the given order.
+
+    Raises:
+        ConfigError: a name is not registered.
+    """
+    if names is None:
+        return list(TOOLS.values())
+    chosen = []
+    for tool_name in names:
+        if tool_name not in TOOLS:
+            raise ConfigError(f"unknown tool {tool_name!r}; known: {', '.join(TOOLS)}")
+        chosen.append(TOOLS[tool_name])
+    return chosen
+
+
+def schemas(flavor: Flavor | str = "openai", *, names: Iterable[str] | None = None) -> list[JSON]:
+    """Schemas of the registered tools (or ``names``) for one provider.
+
+    Args:
+        flavor: "openai" (chat completions), "responses" (OpenAI Responses API),
+            "anthropic" or "mcp".
+        names: Only these tools, in this order.
+
+    Raises:
+        ConfigError: unknown flavor or tool name.
+    """
+    if flavor not in FLAVORS:
+        raise ConfigError(f"unknown tool schema flavor {flavor!r}; use one of {', '.join(FLAVORS)}")
+    return [tool.schema(flavor) for tool in select(names)]

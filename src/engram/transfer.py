@@ -1,0 +1,260 @@
+"""Moving data between stores: export a session, import a document, copy a whole store.
+
+The exchange format is the jsondir session document (:mod:`engram.store.jsondoc`,
+seed 002's context file extended), so an exported session can be dropped into
+a jsondir store, read by a person, or imported anywhere.
+
+What a copy keeps: every scope, session (with its policy), message (role,
+content, name, tool calls, tool call id, timestamp, metadata, token count, in
+order), state document (data; versions restart at 1), memory (content, source
+session, metadata, creation time) and audit event (with its time). What it
+cannot keep through the Store protocol: message, memory and audit ids (the
+target draws its own), session creation times, memory ``updated_at``, and LLM
+usage rows (only their totals are readable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeGuard, runtime_checkable
+
+from engram.errors import ConfigError, CorruptedData, ImportFormatError
+from engram.models import JSON, Message, NewMessage, SessionInfo, StateRecord
+from engram.store.base import MAX_PAGE, Store
+from engram.store.jsondoc import (
+    FORMAT,
+    build_document,
+    document_history,
+    document_info,
+    document_states,
+    parse_time,
+)
+from engram.tokens import count_message, storage_counter
+
+#: State kinds tried on stores that cannot list their states.
+KNOWN_STATE_KINDS = ("compaction", "agent", "exchanges", "tool_cache", "memories")
+#: Messages read or written per batch while copying.
+BATCH = MAX_PAGE
+
+
+@runtime_checkable
+class StateLister(Protocol):
+    """Optional ability: list every state document of a session."""
+
+    def list_states(self, scope: str, session: str) -> list[StateRecord]:
+        """Every state document of the session."""
+        ...
+
+
+def can_list_states(store: object) -> TypeGuard[StateLister]:
+    """True when ``store`` can list a session's states (else known kinds are probed)."""
+    return callable(getattr(store, "list_states", None))
+
+
+def session_states(store: Store, scope: str, session: str) -> list[StateRecord]:
+    """Every state of the session the store can tell about, sorted by kind."""
+    if can_list_states(store):
+        return sorted(store.list_states(scope, session), key=lambda s: s.kind)
+    found = [store.load_state(scope, session, kind) for kind in KNOWN_STATE_KINDS]
+    return sorted((s for s in found if s is not None), key=lambda s: s.kind)
+
+
+def all_messages(store: Store, scope: str, session: str) -> list[Message]:
+    """The whole history of a session, oldest first, read page by page."""
+    out: list[Message] = []
+    after: int | None = None
+    while True:
+        batch = store.page(scope, session, after_id=after, limit=BATCH)
+        out.extend(batch)
+        if len(batch) < BATCH:
+            return out
+        after = batch[-1].id
+
+
+def all_sessions(store: Store, scope: str) -> list[SessionInfo]:
+    """Every session of a scope."""
+    out: list[SessionInfo] = []
+    while True:
+        batch = store.list_sessions(scope, limit=MAX_PAGE, offset=len(out))
+        out.extend(batch)
+        if len(batch) < MAX_PAGE:
+            return out
+
+
+def export_session(store: Store, scope: str, session: str) -> JSON:
+    """The session as a jsondir document (see :mod:`engram.store.jsondoc`).
+
+    Raises:
+        SessionNotFound: no such session in ``scope``.
+    """
+    from engram.errors import SessionNotFound
+
+    info = store.get_session(scope, session)
+    if info is None:
+        raise SessionNotFound(f"no session {session!r} in scope {scope!r}")
+    return build_document(info, all_messages(store, scope, session), session_states(store, scope, session))
+
+
+def _new_message(entry: Mapping[str, Any], where: str) -> tuple[NewMessage, int | None]:
+    """A NewMessage and its stored token count (None when the document has none)."""
+    try:
+        role, content = entry["role"], entry["content"]
+        if not isinstance(role, str) or not isinstance(content, str):
+            raise TypeError("role and content must be strings")
+        stamp = parse_time(entry.get("created_at", entry.get("timestamp")), f"{where} time")
+        tokens = entry.get("token_count")
+        metadata = entry.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise TypeError("metadata must be an object")
+        message = NewMessage(
+            role=role,
+            content=content,
+            created_at=stamp,
+            name=entry.get("name"),
+            tool_calls=entry.get("tool_calls"),
+            tool_call_id=entry.get("tool_call_id"),
+            metadata=dict(metadata),
+        )
+        return message, (int(tokens) if tokens is not None else None)
+    except (KeyError, TypeError, ValueError, CorruptedData) as exc:
+        raise ImportFormatError(f"{where}: {exc}") from None
+
+
+def import_document(
+    store: Store, doc: Mapping[str, Any], *, scope: str | None = None, allow_existing: bool = False
+) -> SessionInfo:
+    """Write one session document (from :func:`export_session`, jsondir or seed 002) to ``store``.
+
+    Messages are appended in document order in one atomic append (they get
+    the target's ids); a missing ``token_count`` is counted exactly. States are
+    saved at version 1. ``scope`` overrides the document's scope (seed 002
+    files have none: they go to ``"default"``).
+
+    Raises:
+        ImportFormatError: the document is malformed; nothing was written.
+        ConfigError: the target session already has messages (unless
+            ``allow_existing``, which appends after them).
+    """
+    if not isinstance(doc, Mapping):
+        raise ImportFormatError("a session document must be a JSON object")
+    body = dict(doc)
+    body.setdefault("scope", "default")
+    if scope is not None:
+        body["scope"] = scope
+    now = datetime.now(UTC).isoformat()
+    body.setdefault("created_at", now)
+    body.setdefault("updated_at", now)
+    try:
+        info = document_info(body, where="document")
+        history = document_history(body, where="document")
+        states = document_states(body, where="document")
+    except CorruptedData as exc:
+        raise ImportFormatError(str(exc)) from None
+    parsed = [_new_message(e, f"recent_history[{i}]") for i, e in enumerate(history)]
+    existing = store.get_session(info.scope, info.id)
+    if existing is not None and existing.message_count and not allow_existing:
+        raise ConfigError(
+            f"session {info.id!r} in scope {info.scope!r} already has "
+            f"{existing.message_count} messages; import into an empty session"
+        )
+    counter = storage_counter() if any(t is None for _, t in parsed) else None
+    tokens = [
+        t
+        if t is not None
+        else count_message(
+            counter,  # type: ignore[arg-type]
+            m.role,
+            m.content,
+            name=m.name,
+            tool_calls=m.tool_calls,
+            tool_call_id=m.tool_call_id,
+        )
+        for m, t in parsed
+    ]
+    store.ensure_session(info.scope, info.id, policy=info.policy)
+    for start in range(0, len(parsed), BATCH):
+        chunk = parsed[start : start + BATCH]
+        store.append(info.scope, info.id, [m for m, _ in chunk], tokens[start : start + BATCH])
+    for state in states:
+        current = store.load_state(info.scope, info.id, state.kind)
+        store.save_state(
+            info.scope,
+            info.id,
+            state.kind,
+            state.data,
+            expected_version=current.version if current is not None else 0,
+        )
+    result = store.get_session(info.scope, info.id)
+    assert result is not None
+    return result
+
+
+@dataclass
+class CopyReport:
+    """What :func:`copy_store` copied."""
+
+    scopes: int = 0
+    sessions: int = 0
+    messages: int = 0
+    states: int = 0
+    memories: int = 0
+    audit_events: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+Progress = Callable[[str, int, int], None]
+"""``progress(what, done, total)``: called after each session and at the end of each scope."""
+
+
+def copy_store(src: Store, dst: Store, progress: Progress | None = None) -> CopyReport:
+    """Copy every scope, session, message, state, memory and audit event from ``src`` to ``dst``.
+
+    Each session is imported with :func:`import_document` (one atomic append
+    per batch of messages); a session that already has messages in ``dst`` is
+    an error, so a copy is never silently merged into existing data.
+    """
+    if src is dst:
+        raise ConfigError("copy_store needs two different stores")
+    report = CopyReport()
+    for scope in src.list_scopes():
+        report.scopes += 1
+        sessions = all_sessions(src, scope)
+        for done, info in enumerate(sessions, start=1):
+            doc = export_session(src, scope, info.id)
+            import_document(dst, doc)
+            report.sessions += 1
+            report.messages += len(doc["recent_history"])
+            report.states += len(doc["states"])
+            if progress is not None:
+                progress(f"{scope}/{info.id}", done, len(sessions))
+        for memory in src.list_memories(scope):
+            dst.add_memory(
+                scope,
+                memory.content,
+                source_session=memory.source_session,
+                metadata=memory.metadata,
+                created_at=memory.created_at,
+            )
+            report.memories += 1
+        # Oldest first, so the target's audit ids keep the source's order.
+        events = list(reversed(src.list_audit(scope, limit=MAX_PAGE)))
+        if len(events) == MAX_PAGE:
+            report.skipped.append(f"{scope}: only the newest {MAX_PAGE} audit events were copied")
+        for event in events:
+            dst.add_audit(scope, {k: v for k, v in event.items() if k != "id"})
+            report.audit_events += 1
+    return report
+
+
+__all__ = [
+    "FORMAT",
+    "CopyReport",
+    "StateLister",
+    "can_list_states",
+    "copy_store",
+    "export_session",
+    "import_document",
+    "session_states",
+]

@@ -1,0 +1,68 @@
+"""Shared fixtures: a ``store`` on every backend, so one contract suite runs everywhere.
+
+``BACKENDS`` lists the backends the contract runs on. A backend whose module
+(or, for PostgreSQL, the ``tests/pg.py`` helper) cannot be imported is skipped
+with the reason, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+
+import pytest
+
+from engram.store import Store, open_store
+
+BACKENDS = ["sqlite", "jsondir", "postgres"]
+
+_MODULES = {
+    "sqlite": "engram.store.sqlite",
+    "jsondir": "engram.store.jsondir",
+    "postgres": "engram.store.postgres",
+}
+
+
+def _require(backend: str) -> None:
+    try:
+        importlib.import_module(_MODULES[backend])
+    except ImportError as exc:
+        pytest.skip(f"{backend} backend not importable yet: {exc}")
+
+
+def _postgres_url(request: pytest.FixtureRequest) -> str:
+    try:
+        from tests.pg import fresh_postgres_url
+    except ImportError:
+        try:
+            from pg import fresh_postgres_url  # type: ignore[import-not-found,no-redef]
+        except ImportError as exc:
+            pytest.skip(f"tests/pg.py (PostgreSQL test server) not importable: {exc}")
+    return fresh_postgres_url(request)
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(name, id=name, marks=[pytest.mark.postgres] if name == "postgres" else [])
+        for name in BACKENDS
+    ]
+)
+def store_url(request: pytest.FixtureRequest, tmp_path: object) -> str:
+    """A URL to a fresh, empty store of each backend in turn."""
+    backend: str = request.param
+    _require(backend)
+    if backend == "sqlite":
+        return f"sqlite:///{tmp_path}/engram.db"
+    if backend == "jsondir":
+        return f"jsondir://{tmp_path}/ctx"
+    return _postgres_url(request)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    """An open store on ``store_url``, closed after the test."""
+    opened = open_store(store_url)
+    try:
+        yield opened
+    finally:
+        opened.close()
