@@ -231,7 +231,7 @@ WORDS = [
 
 
 class TestProperties:
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=200, deadline=None)
     @given(
         text=st.one_of(
             st.text(max_size=30), st.lists(st.sampled_from(WORDS), max_size=5).map(" ".join)

@@ -110,6 +110,7 @@ class FakeLLMServer:
         if self._server is not None:
             return self
         self._stopping.clear()
+        storage_counter()  # load the vocabulary now, not inside a client's timeout
         server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         # Non-daemon handler threads are joined by server_close(): no thread outlives stop().
         server.daemon_threads = False

@@ -16,5 +16,5 @@ def fake_llm() -> Iterator[FakeLLMServer]:
 
 @pytest.fixture
 def client(fake_llm: FakeLLMServer) -> Iterator[LLMClient]:
-    with LLMClient("gpt-4o-mini", base_url=fake_llm.base_url, timeout=5, backoff=0.01) as c:
+    with LLMClient("gpt-4o-mini", base_url=fake_llm.base_url, timeout=30, backoff=0.01) as c:
         yield c

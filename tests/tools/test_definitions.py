@@ -156,7 +156,7 @@ class TestStats:
     def test_counts_and_dates(self, chat: FakeSession) -> None:
         answer = call(chat, "get_memory_stats")
         assert answer["total_messages"] == 8
-        assert answer["first_message_at"] == (NOW - timedelta(days=2)).isoformat()
+        assert answer["first_message_at"] == (NOW - timedelta(days=2)).isoformat(timespec="seconds")
         assert answer["stored_tokens"] > 0
 
 

@@ -17,17 +17,16 @@ scope), the docstring is what the model reads. Compared with seed 000:
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
+from engram.engine import MAX_EXTENDED_CONTEXT
 from engram.errors import InvalidQuery, MessageNotFound, NotFound
 from engram.models import JSON, Message
 from engram.tools.registry import ToolSession, register
 from engram.tools.schema import Length, Range
 
-#: Most messages ``get_extended_context`` returns (seed 000's MAX_EXTENDED_CONTEXT).
-MAX_EXTENDED_CONTEXT = 50
 #: Most hits or messages any other tool returns in one call.
 MAX_TOOL_RESULTS = 50
 #: Longest search query accepted, in characters.
@@ -189,8 +188,8 @@ def get_message_by_id(
 @register
 def get_memory_stats(session: ToolSession) -> JSON:
     """Get the size of this conversation's history: message count, first and last dates, tokens."""
-    stats = session.stats()
-    return {key: _plain(value) for key, value in stats.items()}
+    zone = session.engram.tz
+    return {key: _plain(key, value, zone) for key, value in session.stats().items()}
 
 
 # -- shapes -------------------------------------------------------------------------
@@ -230,5 +229,13 @@ def _preview(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _plain(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, datetime) else value
+def _plain(key: str, value: Any, zone: ZoneInfo) -> Any:
+    """JSON-ready value; timestamps shown in the user's zone like every other tool's."""
+    if isinstance(value, str) and key.endswith("_at"):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    if isinstance(value, datetime):
+        return _local(value if value.tzinfo else value.replace(tzinfo=UTC), zone)
+    return value

@@ -1,0 +1,56 @@
+"""Memories as prompt text, in seed 003's format. Pure code.
+
+::
+
+    (memories for app: phoenix)
+    The following are memories from previous conversations with this app:
+
+    1. [Created: 2025-10-10] User prefers meetings after 2pm on weekdays.
+    2. [Created: 2025-10-09] User is working on a project called "Phoenix" with deadline Nov 1.
+
+    Use these memories to provide context-aware responses.
+
+Newest first (seed 003 retrieves ``ORDER BY updated_at DESC``; Engram orders
+by creation, newest first, ties by id, so an edit does not reshuffle the list
+and the text stays byte-stable for prompt caches). Dates are the UTC creation
+day unless a time zone is given. No memories give an empty string, so the
+context builder skips the section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import tzinfo
+
+from engram.models import MemoryRecord
+
+HEADER = "(memories for app: {label})\nThe following are memories from previous conversations with this app:"
+FOOTER = "Use these memories to provide context-aware responses."
+#: Title of the context-builder section that carries the memories.
+SECTION_TITLE = "Memories"
+
+
+def ordered(memories: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+    """Memories in prompt order: newest created first, ties by higher id first."""
+    return sorted(memories, key=lambda m: (m.created_at, m.id), reverse=True)
+
+
+def format_memories(
+    scope_label: str, memories: Sequence[MemoryRecord], *, tz: tzinfo | None = None
+) -> str:
+    """Seed 003's memory context block for one scope, or "" when there is none.
+
+    Args:
+        scope_label: The scope's name as the model should read it.
+        memories: The scope's memories (any order).
+        tz: Time zone of the creation dates (default UTC).
+
+    """
+    if not memories:
+        return ""
+    lines = []
+    for number, memory in enumerate(ordered(memories), start=1):
+        created = memory.created_at.astimezone(tz) if tz is not None else memory.created_at
+        content = " ".join(memory.content.split())
+        lines.append(f"{number}. [Created: {created.date().isoformat()}] {content}")
+    return HEADER.format(label=scope_label) + "\n\n" + "\n".join(lines) + "\n\n" + FOOTER

@@ -1,0 +1,150 @@
+"""Limits, metadata and text comparison of long-term memories (seed 003). Pure code.
+
+A memory is a :class:`~engram.models.MemoryRecord`: id, scope, content,
+created and updated times, source session and metadata. Seed 003's metadata
+is ``{importance: 0-10, tags: [str], relatedConversations: [str]}``; Engram
+spells the keys ``importance``, ``tags`` and ``related_sessions`` and keeps any
+other JSON key the caller adds.
+
+Two memories *repeat* each other when their normalized texts are equal or
+their word sets overlap by at least :data:`DUPLICATE_JACCARD` (Jaccard index);
+a repeated memory is not stored twice.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from engram.errors import ConfigError, InvalidQuery
+from engram.models import JSON, MemoryRecord
+
+#: Memories a scope keeps by default (seed 003: "10 records per app limit").
+DEFAULT_CAP = 10
+#: Largest cap accepted: memories are injected into every prompt of the scope.
+MAX_CAP = 100
+#: Length a memory aims at, in characters (seed 003: "about 200 characters").
+TARGET_CHARS = 200
+#: Longest memory content accepted (created, edited or merged), in characters.
+#: A merge of two ~200-character memories fits; anything longer is refused.
+MAX_CONTENT_CHARS = 600
+#: Word-set overlap at or above which a new memory repeats an existing one.
+DUPLICATE_JACCARD = 0.8
+#: Importance scale (seed 003: "0-10 scale").
+IMPORTANCE_RANGE = (0, 10)
+#: Largest metadata document accepted, as JSON text.
+MAX_METADATA_CHARS = 4000
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def check_content(content: object) -> str:
+    """The content, stripped, if it is usable as a memory.
+
+    Raises:
+        InvalidQuery: not text, empty, or longer than :data:`MAX_CONTENT_CHARS`.
+
+    """
+    if not isinstance(content, str):
+        raise InvalidQuery(f"memory content must be text, got {type(content).__name__}")
+    text = " ".join(content.split())
+    if not text:
+        raise InvalidQuery("memory content is empty")
+    if len(text) > MAX_CONTENT_CHARS:
+        raise InvalidQuery(
+            f"memory content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}"
+        )
+    return text
+
+
+def check_metadata(metadata: Mapping[str, Any] | None) -> JSON:
+    """A validated copy of memory metadata (empty when None).
+
+    Raises:
+        InvalidQuery: not an object, not JSON, too large, importance outside
+            0-10, or tags / related sessions that are not lists of text.
+
+    """
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, Mapping):
+        raise InvalidQuery(f"memory metadata must be an object, got {type(metadata).__name__}")
+    out = dict(metadata)
+    try:
+        text = json.dumps(out)
+    except (TypeError, ValueError) as exc:
+        raise InvalidQuery(f"memory metadata is not JSON: {exc}") from None
+    if len(text) > MAX_METADATA_CHARS:
+        raise InvalidQuery(
+            f"memory metadata is {len(text)} characters of JSON; the limit is {MAX_METADATA_CHARS}"
+        )
+    if "importance" in out:
+        value = out["importance"]
+        low, high = IMPORTANCE_RANGE
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+            raise InvalidQuery(f"memory importance must be a number from {low} to {high}, got {value!r}")
+    for key in ("tags", "related_sessions"):
+        if key in out and (
+            not isinstance(out[key], list) or not all(isinstance(v, str) for v in out[key])
+        ):
+            raise InvalidQuery(f"memory metadata {key!r} must be a list of text")
+    return out
+
+
+def check_cap(cap: object) -> int:
+    """The cap, if it is a whole number from 1 to :data:`MAX_CAP`.
+
+    Raises:
+        ConfigError: anything else.
+
+    """
+    if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= MAX_CAP:
+        raise ConfigError(f"memory cap must be an integer from 1 to {MAX_CAP}, got {cap!r}")
+    return cap
+
+
+def normalize(text: str) -> str:
+    """Case-, accent- and punctuation-insensitive form of ``text`` for comparisons."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    plain = "".join(c for c in folded if not unicodedata.combining(c))
+    return " ".join(_WORD.findall(plain))
+
+
+def word_set(text: str) -> frozenset[str]:
+    """The distinct normalized words of ``text``."""
+    return frozenset(normalize(text).split())
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard index of two word sets (1.0 for two empty sets)."""
+    if not a and not b:
+        return 1.0
+    return len(a & b) / len(a | b)
+
+
+def find_duplicate(content: str, existing: Iterable[MemoryRecord]) -> MemoryRecord | None:
+    """The first existing memory that ``content`` repeats, or None."""
+    norm = normalize(content)
+    words = frozenset(norm.split())
+    for memory in existing:
+        if normalize(memory.content) == norm:
+            return memory
+        if jaccard(words, word_set(memory.content)) >= DUPLICATE_JACCARD:
+            return memory
+    return None
+
+
+def memory_json(memory: MemoryRecord) -> JSON:
+    """A memory as plain JSON-ready data (admin API, audit, tools)."""
+    return {
+        "id": memory.id,
+        "scope": memory.scope,
+        "content": memory.content,
+        "created_at": memory.created_at.isoformat(),
+        "updated_at": memory.updated_at.isoformat(),
+        "source_session": memory.source_session,
+        "metadata": dict(memory.metadata),
+    }
