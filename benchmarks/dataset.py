@@ -55,6 +55,7 @@ class Spec:
 
     total: int
     seed: int = 42
+    pool_words: int = POOL_WORDS
     version: int = GENERATOR_VERSION
 
     @property
@@ -62,7 +63,10 @@ class Spec:
         return min(self.total, MAIN_SESSION_MAX)
 
     def key(self) -> str:
-        raw = json.dumps(asdict(self), sort_keys=True).encode()
+        fields = asdict(self)
+        if self.pool_words == POOL_WORDS:
+            del fields["pool_words"]  # keeps keys of datasets built before the field existed
+        raw = json.dumps(fields, sort_keys=True).encode()
         return f"n{self.total}-" + hashlib.sha256(raw).hexdigest()[:10]
 
 
@@ -132,23 +136,23 @@ def _vocabulary() -> tuple[str, ...]:
 
 
 @functools.cache
-def word_pool(seed: int) -> tuple[str, ...]:
+def word_pool(seed: int, size: int = POOL_WORDS) -> tuple[str, ...]:
     """A few million words drawn by Zipf's law, with some punctuation attached."""
     words = _vocabulary()
     rng = random.Random(seed)
     weights = list(itertools.accumulate(1.0 / (r + 10) for r in range(len(words))))
-    pool = rng.choices(words, cum_weights=weights, k=POOL_WORDS)
+    pool = rng.choices(words, cum_weights=weights, k=size)
     # Sentence ends and commas: about one word in twelve.
-    marks = rng.choices([".", ",", "", "?"], weights=[5, 4, 90, 1], k=POOL_WORDS)
+    marks = rng.choices([".", ",", "", "?"], weights=[5, 4, 90, 1], k=size)
     return tuple(w + m if m else w for w, m in zip(pool, marks, strict=True))
 
 
 class TextSource:
     """Message ``n`` of a dataset, in microseconds, reproducibly."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, pool_words: int = POOL_WORDS) -> None:
         self.seed = seed
-        self.pool = word_pool(seed)
+        self.pool = word_pool(seed, pool_words)
         self.span = len(self.pool) - WORDS_BASE - WORDS_SPREAD
 
     def text(self, n: int) -> str:
@@ -158,7 +162,7 @@ class TextSource:
         third = length // 3
         pool = self.pool
         parts = []
-        for j in range(3):
+        for _ in range(3):
             h = (h * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFFFFFFFFFF
             start = (h >> 11) % self.span
             parts.append(" ".join(pool[start : start + third]))

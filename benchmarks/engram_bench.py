@@ -102,7 +102,9 @@ class EngramTarget:
         self.mem.store.delete_session(scope, name)
 
 
-def build_engram(url: str, chunks: Iterable[Chunk], source: TextSource, progress: Any = None) -> float:
+def build_engram(
+    url: str, chunks: Iterable[Chunk], source: TextSource, progress: Any = None
+) -> float:
     """Import the dataset through ``Session.add_many``; returns the seconds it took."""
     import engram
 

@@ -71,8 +71,10 @@ class AgentsPeer:
         content = item.get("content") or ""
         if not isinstance(content, str):
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        return TOKENS_PER_MESSAGE + self._roles.get(item.get("role", ""), 1) + len(
-            self._encode(content)
+        return (
+            TOKENS_PER_MESSAGE
+            + self._roles.get(item.get("role", ""), 1)
+            + len(self._encode(content))
         )
 
     def context(self, name: str, budget: int) -> tuple[list[dict[str, Any]], int]:
@@ -114,7 +116,9 @@ def build_agents(
             if current is not None and current != name and current in peer._sessions:
                 peer._sessions.pop(current).close()  # one open connection at a time
             current = name
-            items = [{"role": m["role"], "content": m["content"]} for m in source.chunk_messages(chunk)]
+            items = [
+                {"role": m["role"], "content": m["content"]} for m in source.chunk_messages(chunk)
+            ]
             peer.add_items(name, items)
             if progress is not None:
                 progress(chunk.count)

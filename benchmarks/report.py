@@ -10,6 +10,8 @@ IMPORT_TARGET = 10_000
 
 ENGRAMS = ("engram_sqlite", "engram_postgres")
 SEARCHES = ("search_rare", "search_common", "search_two_words")
+#: Rows reported but not judged (see ``evaluate``).
+INFO_ONLY = frozenset({"search_common"})
 
 
 def _ratio(entry: dict[str, Any], key: str) -> float | None:
@@ -47,8 +49,21 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
     for be in ENGRAMS:
         if be not in sc.get("context_3k", {}).get("targets", {}):
             continue
-        rows.append(_target("context 3K <= 4x floor", be, size, _ratio(sc["context_3k"], f"{be}/floor"), "<=", 4))
-        rows.append(_target("context 50K <= 2x floor", be, size, _ratio(sc["context_50k"], f"{be}/floor"), "<=", 2))
+        rows.append(
+            _target(
+                "context 3K <= 4x floor", be, size, _ratio(sc["context_3k"], f"{be}/floor"), "<=", 4
+            )
+        )
+        rows.append(
+            _target(
+                "context 50K <= 2x floor",
+                be,
+                size,
+                _ratio(sc["context_50k"], f"{be}/floor"),
+                "<=",
+                2,
+            )
+        )
         for key, label in (("context_3k", "3K"), ("context_50k", "50K")):
             rows.append(
                 _target(
@@ -60,32 +75,52 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
                     10,
                 )
             )
-        rows.append(_target("append <= 3x floor", be, size, _ratio(sc["append"], f"{be}/floor"), "<=", 3))
+        rows.append(
+            _target("append <= 3x floor", be, size, _ratio(sc["append"], f"{be}/floor"), "<=", 3)
+        )
         for key in SEARCHES:
             if key not in sc:
                 continue
             what = key.removeprefix("search_")
             rows.append(
-                _target(f"search ({what}) <= 3x FTS floor", be, size, _ratio(sc[key], f"{be}/floor_fts"), "<=", 3)
-            )
-            rows.append(
                 _target(
-                    f"search ({what}) >= 100x faster than LIKE",
+                    f"search ({what}) <= 3x FTS floor",
                     be,
                     size,
-                    _ratio(sc[key], f"like_scan/{be}"),
-                    ">=",
-                    100,
+                    _ratio(sc[key], f"{be}/floor_fts"),
+                    "<=",
+                    3,
                 )
             )
+            row = _target(
+                f"search ({what}) >= 100x faster than LIKE",
+                be,
+                size,
+                _ratio(sc[key], f"like_scan/{be}"),
+                ">=",
+                100,
+            )
+            if key in INFO_ONLY:
+                # LIKE newest-first with LIMIT 10 stops after the 10 newest matches of a
+                # common word, while BM25 must rank every match: shown, not judged.
+                row["status"] = "INFO"
+            rows.append(row)
         rate = results.get("import", {}).get("targets", {}).get(be, {}).get("msgs_per_s_median")
         rows.append(_target("import >= 10,000 msg/s", be, 0, rate, ">=", IMPORT_TARGET, " msg/s"))
-        peaks = [
-            results["sizes"][str(s)].get("rss", {}).get(be, {}).get("peak_kb") for s in sizes
-        ]
+        peaks = [results["sizes"][str(s)].get("rss", {}).get(be, {}).get("peak_kb") for s in sizes]
         known = [p for p in peaks if p is not None]
         growth = (known[-1] - known[0]) / 1024 if len(known) >= 2 else None
-        rows.append(_target("peak RSS flat (growth smallest->largest)", be, size, growth, "<=", RSS_FLAT_KB / 1024, " MiB"))
+        rows.append(
+            _target(
+                "peak RSS flat (growth smallest->largest)",
+                be,
+                size,
+                growth,
+                "<=",
+                RSS_FLAT_KB / 1024,
+                " MiB",
+            )
+        )
     return rows
 
 
@@ -135,7 +170,8 @@ def markdown(results: dict[str, Any]) -> str:
         shown = "-" if value is None else (f"{value:,.0f}" if value >= 1000 else f"{value:.2f}")
         at = f"{row['size']:,} msgs" if row["size"] else "slice"
         lines.append(
-            f"| {row['target']} | {row['backend']} | {at} | {shown} | {row['limit']} | **{row['status']}** |"
+            f"| {row['target']} | {row['backend']} | {at} | {shown} | {row['limit']}"
+            f" | **{row['status']}** |"
         )
     for size_key, entry in results.get("sizes", {}).items():
         ds = entry["dataset"]
@@ -154,7 +190,9 @@ def markdown(results: dict[str, Any]) -> str:
         for name, sc in entry["scenarios"].items():
             cells = [_us(sc["targets"].get(c)) for c in columns]
             ratios = ", ".join(
-                f"{k} {v['median']:.2f}" for k, v in sc.get("ratios", {}).items() if v.get("median") is not None
+                f"{k} {v['median']:.2f}"
+                for k, v in sc.get("ratios", {}).items()
+                if v.get("median") is not None
             )
             lines.append(f"| {name} | " + " | ".join(cells) + f" | {ratios} |")
         files = ds.get("file_bytes", {})
@@ -166,7 +204,8 @@ def markdown(results: dict[str, Any]) -> str:
                 "| peak RSS (growth during the work, MiB) | "
                 + " | ".join(
                     (
-                        f"{_mib(rss[k]['peak_kb'] * 1024)} (+{rss[k].get('work_growth_kb', 0) / 1024:.1f})"
+                        f"{_mib(rss[k]['peak_kb'] * 1024)}"
+                        f" (+{rss[k].get('work_growth_kb', 0) / 1024:.1f})"
                         if k in rss and "peak_kb" in rss[k]
                         else "-"
                     )
@@ -179,7 +218,10 @@ def markdown(results: dict[str, Any]) -> str:
             lines.append("")
             lines.append(
                 "Dataset builds (cached; rate of the run that built them): "
-                + "; ".join(f"{k} {v['seconds']} s ({v['msgs_per_s']:,.0f} msg/s)" for k, v in builds.items())
+                + "; ".join(
+                    f"{k} {v['seconds']} s ({v['msgs_per_s']:,.0f} msg/s)"
+                    for k, v in builds.items()
+                )
                 + "."
             )
         checks = entry.get("checks", {})
@@ -188,22 +230,34 @@ def markdown(results: dict[str, Any]) -> str:
             for key, row in checks.items():
                 if key.startswith("context"):
                     parts.append(
-                        f"{key}: " + ", ".join(f"{t} {v['messages']} msgs/{v['tokens']} tok" for t, v in row.items())
+                        f"{key}: "
+                        + ", ".join(
+                            f"{t} {v['messages']} msgs/{v['tokens']} tok" for t, v in row.items()
+                        )
                     )
                 else:
-                    parts.append(f"{key} '{row['query']}': " + ", ".join(f"{t} {n}" for t, n in row["hits"].items()))
+                    parts.append(
+                        f"{key} '{row['query']}': "
+                        + ", ".join(f"{t} {n}" for t, n in row["hits"].items())
+                    )
             lines += ["", "Same work: " + "; ".join(parts) + "."]
     imp = results.get("import")
     if imp:
         lines += [
             "",
-            f"## Import ({imp['slice_messages']:,} fresh messages into an empty database, batches of {imp['batch']:,})",
+            f"## Import ({imp['slice_messages']:,} fresh messages into an empty database,"
+            f" batches of {imp['batch']:,})",
             "",
             "| target | msg/s median | min |",
             "| --- | --- | --- |",
         ]
         for name, v in imp["targets"].items():
             lines.append(f"| {name} | {v['msgs_per_s_median']:,.0f} | {v['msgs_per_s_min']:,.0f} |")
+    lines += [
+        "",
+        "INFO rows are not judged: the LIKE scan returns the 10 newest messages containing a"
+        " common word after reading a few hundred rows, while BM25 must score every match.",
+    ]
     if results.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in results["notes"]]
     return "\n".join(lines) + "\n"

@@ -33,6 +33,7 @@ from benchmarks.dataset import (
     APPEND_SESSION,
     MAIN_SCOPE,
     MAIN_SESSION,
+    POOL_WORDS,
     QUERIES,
     Spec,
     TextSource,
@@ -141,7 +142,9 @@ class Datasets:
     def _save(self) -> None:
         self.manifest_path.write_text(json.dumps(self.manifest, indent=1))
 
-    def _ensure(self, name: str, fingerprint: str, exists: bool, builder: Callable[[], float]) -> None:
+    def _ensure(
+        self, name: str, fingerprint: str, exists: bool, builder: Callable[[], float]
+    ) -> None:
         entry = self.manifest.get(name)
         if entry and entry.get("fingerprint") == fingerprint and exists:
             return
@@ -187,25 +190,36 @@ class Datasets:
         def builder() -> float:
             remove_sqlite(path)
             seconds = build_engram(
-                sqlite_url(path), layout(self.spec), self.source, Progress("engram", self.spec.total)
+                sqlite_url(path),
+                layout(self.spec),
+                self.source,
+                Progress("engram", self.spec.total),
             )
             with sqlite3.connect(path) as conn:
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             conn.close()
             return seconds
 
-        self._ensure("engram_sqlite", _fingerprint(_ENGRAM_SQLITE_FILES), os.path.exists(path), builder)
+        self._ensure(
+            "engram_sqlite", _fingerprint(_ENGRAM_SQLITE_FILES), os.path.exists(path), builder
+        )
         return sqlite_url(path)
 
     def ensure_engram_postgres(self) -> str:
         schema = "bench_" + self.spec.key().replace("-", "_")
         fingerprint = _fingerprint(_ENGRAM_PG_FILES)
         entry = self.manifest.get("engram_postgres")
-        exists = bool(entry and entry.get("fingerprint") == fingerprint and _pg_schema_ok(self.dir.parent, schema))
+        exists = bool(
+            entry
+            and entry.get("fingerprint") == fingerprint
+            and _pg_schema_ok(self.dir.parent, schema)
+        )
 
         def builder() -> float:
             url = postgres_url(self.dir.parent, schema, create=True)
-            return build_engram(url, layout(self.spec), self.source, Progress("engram-pg", self.spec.total))
+            return build_engram(
+                url, layout(self.spec), self.source, Progress("engram-pg", self.spec.total)
+            )
 
         self._ensure("engram_postgres", fingerprint, exists, builder)
         return postgres_url(self.dir.parent, schema, create=False)
@@ -315,7 +329,7 @@ def bench_size(
                 for name in names[shift:] + names[:shift]:
                     samples[scenario][name].rounds.append(run_slot(targets[name], budget))
         # Leave the cached datasets as they were: drop what the append scenario wrote.
-        for name, e in engrams.items():
+        for e in engrams.values():
             e.delete_session(APPEND_SESSION)
         floor.delete_session(fappend)
     finally:
@@ -354,7 +368,7 @@ def bench_size(
             "main_session_messages": spec.main_size,
             "key": spec.key(),
             "file_bytes": files,
-            "builds": {k: v for k, v in data.manifest.items()},
+            "builds": dict(data.manifest),
             "built_this_run": sorted(data.built_now),
         },
         "checks": checks,
@@ -363,7 +377,11 @@ def bench_size(
 
 
 def _same_result_checks(
-    engrams: dict[str, EngramTarget], floor: Floor, fsid: int, peer: AgentsPeer | None, like: LikeScan
+    engrams: dict[str, EngramTarget],
+    floor: Floor,
+    fsid: int,
+    peer: AgentsPeer | None,
+    like: LikeScan,
 ) -> dict[str, Any]:
     """What each side returns, so a reader can see they did the same work."""
     out: dict[str, Any] = {}
@@ -384,7 +402,10 @@ def _same_result_checks(
             }
         out[scenario] = row
     for kind, query in QUERIES.items():
-        row = {"floor_fts": len(floor.search(fsid, query)), "like_scan": len(like.search(fsid, query))}
+        row = {
+            "floor_fts": len(floor.search(fsid, query)),
+            "like_scan": len(like.search(fsid, query)),
+        }
         for name, e in engrams.items():
             row[name] = len(e.main.search(query))
         out[f"search_{kind}"] = {"query": query, "hits": row}
@@ -465,7 +486,10 @@ def bench_import(
         }
     if "engram_sqlite" in rates:
         out["ratio_floor/engram_sqlite"] = round(
-            statistics.median(a / b for a, b in zip(rates["floor"], rates["engram_sqlite"], strict=True)), 3
+            statistics.median(
+                a / b for a, b in zip(rates["floor"], rates["engram_sqlite"], strict=True)
+            ),
+            3,
         )
     return out
 
@@ -524,7 +548,6 @@ def current_rss_kb() -> int:
     with open("/proc/self/statm") as fh:
         pages = int(fh.read().split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE") // 1024
-    return {"baseline_kb": baseline, "peak_kb": peak, "delta_kb": peak - baseline}
 
 
 def measure_rss(kind: str, location: str) -> dict[str, Any]:
@@ -556,6 +579,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--name", default="core", help="base name of the result files")
     p.add_argument("--slot-time", type=float, help="seconds per (round, target) slot")
     p.add_argument("--import-slice", type=int, help="messages per import round (default 5000)")
+    p.add_argument("--pool-words", type=int, help=argparse.SUPPRESS)  # smaller text pool: tests
     p.add_argument("--no-rss", action="store_true", help="skip the peak-RSS subprocesses")
     p.add_argument("--probe-rss", nargs=2, metavar=("KIND", "LOCATION"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -592,7 +616,8 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     log(f"sizes {sizes}, rounds {rounds}, backends {backends}")
-    source = TextSource(args.seed)
+    pool_words = args.pool_words or POOL_WORDS
+    source = TextSource(args.seed, pool_words)
     texts = Texts(source)
     results: dict[str, Any] = {
         "meta": {
@@ -614,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         for size in sizes:
-            spec = Spec(size, seed=args.seed)
+            spec = Spec(size, seed=args.seed, pool_words=pool_words)
             data = Datasets(spec, workdir, source)
             log(f"size {size:,}")
             entry = bench_size(spec, data, backends, budget, rounds, notes, texts)

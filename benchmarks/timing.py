@@ -55,7 +55,7 @@ def percentile(sorted_values: list[float], q: float) -> float:
     """Nearest-rank percentile of already sorted values."""
     if not sorted_values:
         return float("nan")
-    index = min(len(sorted_values) - 1, max(0, int(round(q * len(sorted_values) + 0.5)) - 1))
+    index = min(len(sorted_values) - 1, max(0, round(q * len(sorted_values) + 0.5) - 1))
     return sorted_values[index]
 
 

@@ -50,6 +50,11 @@ def admin_url() -> str:
                 os.path.join(base, "data"), cleanup_mode="delete"
             )
             _admin_url = str(_server.get_uri())
+        with psycopg.connect(_admin_url, autocommit=True) as conn:
+            # A throw-away test server: durability only costs time here.
+            for setting in ("fsync", "synchronous_commit", "full_page_writes"):
+                conn.execute(f"ALTER SYSTEM SET {setting} = off")
+            conn.execute("SELECT pg_reload_conf()")
         return _admin_url
 
 

@@ -95,9 +95,13 @@ class TestBasics:
         ctx = build_context(History(history), budget=10_000, system="sys")
         assert ctx.message_ids == [m.id for m in history]
         assert ctx.messages[1:] == [m.to_openai() for m in history]
-        assert ctx.tokens == exact(ctx) == tokens.REPLY_PRIMING + sum(
-            m.tokens for m in history
-        ) + tokens.count_message(STORAGE, "system", "sys")
+        assert (
+            ctx.tokens
+            == exact(ctx)
+            == tokens.REPLY_PRIMING
+            + sum(m.tokens for m in history)
+            + tokens.count_message(STORAGE, "system", "sys")
+        )
         assert ctx.omitted == []
         assert ctx.counter == "o200k_base"
         assert ctx.exact is True
@@ -125,9 +129,11 @@ class TestBasics:
     def test_deterministic(self) -> None:
         history = chat(25, words=30) + tool_group(100, 2)
         history.append(msg(200, "user", "and now?"))
-        args: dict[str, Any] = dict(
-            budget=700, system="sys", sections=[Section("CONVERSATION SUMMARY", "x " * 20)]
-        )
+        args: dict[str, Any] = {
+            "budget": 700,
+            "system": "sys",
+            "sections": [Section("CONVERSATION SUMMARY", "x " * 20)],
+        }
         one = build_context(History(history), **args)
         two = build_context(History(history), **args)
         assert json.dumps(one.messages) == json.dumps(two.messages)
@@ -139,7 +145,7 @@ class TestBudgetErrors:
         ("budget", "reserve"), [(MIN_BUDGET - 1, 0), (100, 90), (-5, 0), (100, -1)]
     )
     def test_too_small_or_negative(self, budget: int, reserve: int) -> None:
-        with pytest.raises(ConfigError, match="budget|reserve"):
+        with pytest.raises(ConfigError, match=r"budget|reserve"):
             build_context(History(chat(3)), budget=budget, reserve=reserve)
 
     def test_not_an_integer(self) -> None:
@@ -219,7 +225,9 @@ class TestPresets:
 
     def test_policy_as_dict_and_object(self) -> None:
         history = chat(21)
-        one = build_context(History(history), budget=5_000, policy={"name": "lean", "max_messages": 5})
+        one = build_context(
+            History(history), budget=5_000, policy={"name": "lean", "max_messages": 5}
+        )
         two = build_context(History(history), budget=5_000, policy=Policy(name="x", max_messages=5))
         assert one.message_ids == two.message_ids == [m.id for m in history[-5:]]
 
@@ -466,7 +474,8 @@ class TestReading:
         reader = History(history)
         ctx = build_context(reader, budget=2_000)
         assert len(ctx.message_ids) > 10
-        assert reader.rows < 200
+        # The first chunk, then about what the remaining budget can hold.
+        assert reader.rows < 2 * len(ctx.message_ids) + 32
         assert all(limit <= 512 for limit, _ in reader.calls)
 
     def test_large_window_reads_in_growing_chunks(self) -> None:
@@ -476,8 +485,8 @@ class TestReading:
         assert ctx.message_ids == [m.id for m in history]
         limits = [limit for limit, _ in reader.calls]
         assert limits[0] == 32
-        assert limits[1] == 64
-        assert max(limits) == 512
+        assert max(limits) == 512  # the estimate is large, reads are capped
+        assert len(limits) <= 8
 
     def test_reader_ignoring_before_id_is_an_error(self) -> None:
         history = chat(100)

@@ -239,7 +239,9 @@ def check_4_newest_user_message_always_in(case: dict[str, Any], ctx: Context) ->
     turn_full = tokens.count_messages(counter, [m.to_openai() for m in turn])
     fixed = tokens.count_messages(counter, ctx.messages[: len(ctx.messages) - len(ctx.message_ids)])
     limit = case["budget"] - case["reserve"]
-    shown = ctx.messages[len(ctx.messages) - len(ctx.message_ids) + ctx.message_ids.index(newest.id)]
+    shown = ctx.messages[
+        len(ctx.messages) - len(ctx.message_ids) + ctx.message_ids.index(newest.id)
+    ]
     if newest.id in ctx.truncated_ids:
         assert shown["content"] != newest.content
         # It was cut only because the turn could not fit next to what is kept.

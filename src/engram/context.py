@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -59,6 +59,7 @@ MIN_BUDGET = 16
 #: Rows asked of the reader first; each further read doubles, up to MAX_CHUNK.
 FIRST_CHUNK = 32
 MAX_CHUNK = 512
+MIN_CHUNK = 2
 #: Messages scanned back looking for the newest user message before giving up.
 MAX_TURN_SCAN = 2000
 #: Content tokens each message of the current turn keeps before sections are dropped.
@@ -66,6 +67,8 @@ MIN_VIEW_TOKENS = 32
 #: Entries of the recount cache (per message) and of the text-count cache (system, sections).
 RECOUNT_CACHE_SIZE = 4096
 TEXT_CACHE_SIZE = 256
+
+_UNLIMITED = 1 << 62  # a policy limit that is not set
 
 #: Reads one session: the newest ``limit`` messages with ``id < before_id``
 #: (all when None), oldest first. ``Store.tail`` bound to a session is one.
@@ -239,6 +242,8 @@ class _Costing:
         else:
             self.mode = _RECOUNT
         self._role_cache: dict[str, int] = {}
+        #: Stored counts are the answer as they are (no views, storage encoding).
+        self.plain = self.mode == _STORED and not self.views
 
     def content(self, m: Message) -> str:
         """Return the text shown for ``m``: a caller view, or the stored content."""
@@ -310,30 +315,37 @@ class _Costing:
 
 
 class _Cursor:
-    """Walks a session newest first, reading in growing chunks."""
+    """Walks a session newest first, reading in chunks.
 
-    __slots__ = ("_before", "_buf", "_done", "_floor", "_read", "_size", "rows_read")
+    Chunks double (from ``first``) unless ``estimate`` says how many more rows
+    the window can still take, so reads follow the window, not the history.
+    """
+
+    __slots__ = ("_before", "_done", "_floor", "_read", "_size", "buf", "estimate", "rows_read")
 
     def __init__(self, read: HistoryReader, floor_id: int | None, first: int):
         self._read = read
         self._floor = floor_id
         self._before: int | None = None
-        self._buf: list[Message] = []
+        self.buf: list[Message] = []
         self._done = False
         self._size = max(1, first)
         self.rows_read = 0
+        self.estimate: Callable[[], int | None] | None = None
 
     def next(self) -> Message | None:
-        if not self._buf:
+        if not self.buf:
             if self._done:
                 return None
             self._fill()
-            if not self._buf:
+            if not self.buf:
                 return None
-        return self._buf.pop()
+        return self.buf.pop()
 
     def _fill(self) -> None:
         size = self._size
+        if self.estimate is not None and (wanted := self.estimate()) is not None:
+            size = max(MIN_CHUNK, min(wanted, MAX_CHUNK))
         rows = self._read(size, self._before)
         self.rows_read += len(rows)
         if len(rows) < size:
@@ -348,7 +360,7 @@ class _Cursor:
             if self._floor is not None and rows[0].id <= self._floor:
                 rows = [m for m in rows if m.id > self._floor]
                 self._done = True
-        self._buf = rows
+        self.buf = rows
         self._size = min(size * 2, MAX_CHUNK)
 
 
@@ -357,27 +369,36 @@ class _Unit:
 
     __slots__ = ("cost", "is_user", "messages", "orphans")
 
-    def __init__(self, messages: list[Message], orphans: list[Message], cost: int):
+    def __init__(self, messages: list[Message], orphans: list[Message], cost: int, is_user: bool):
         self.messages = messages  # oldest first
         self.orphans = orphans  # tool results just after it with no parent, oldest first
         self.cost = cost
-        self.is_user = bool(messages) and messages[0].role == "user"
+        self.is_user = is_user
+
+
+_NO_ORPHANS: list[Message] = []  # shared and never mutated: the common case allocates nothing
 
 
 def _next_unit(cursor: _Cursor, costing: _Costing) -> _Unit | None:
     """Read the next older unit; None at the start of the candidate history."""
+    buf = cursor.buf
+    if buf and buf[-1].role != "tool":
+        # Hot path: a plain message straight from the buffer.
+        top = buf.pop()
+        cost = top.tokens if costing.plain else costing.cost(top)
+        return _Unit([top], _NO_ORPHANS, cost, top.role == "user")
     pending: list[Message] = []  # tool messages, newest first
     while True:
         m = cursor.next()
         if m is None:
             if pending:  # their call is before the floor or missing: orphans
-                return _Unit([], pending[::-1], 0)
+                return _Unit([], pending[::-1], 0, False)
             return None
         if m.role == "tool":
             pending.append(m)
             continue
         if not pending:
-            return _Unit([m], [], costing.cost(m))
+            return _Unit([m], _NO_ORPHANS, costing.cost(m), m.role == "user")
         members = [m]
         orphans: list[Message] = []
         if m.role == "assistant" and m.tool_calls:
@@ -389,7 +410,7 @@ def _next_unit(cursor: _Cursor, costing: _Costing) -> _Unit | None:
                     orphans.append(tool)
         else:
             orphans = pending[::-1]
-        return _Unit(members, orphans, sum(costing.cost(x) for x in members))
+        return _Unit(members, orphans, sum(costing.cost(x) for x in members), m.role == "user")
 
 
 # --------------------------------------------------------------------------- truncation
@@ -533,12 +554,6 @@ def _first_chunk(policy: Policy, avail: int) -> int:
     return max(1, min(size, avail // (TOKENS_PER_MESSAGE + 1) + 1))
 
 
-def _older_units(spill: list[_Unit], cursor: _Cursor, costing: _Costing) -> Iterator[_Unit]:
-    yield from spill
-    while (unit := _next_unit(cursor, costing)) is not None:
-        yield unit
-
-
 def build_context(
     read: HistoryReader,
     *,
@@ -610,9 +625,7 @@ def build_context(
             notes.append("no user message among the recent messages; window filled newest first")
 
     turn_units = ([user] if user else []) + after_user[::-1]
-    turn = [
-        _Shown(m, costing.content(m), costing.cost(m)) for u in turn_units for m in u.messages
-    ]
+    turn = [_Shown(m, costing.content(m), costing.cost(m)) for u in turn_units for m in u.messages]
     turn_cost = sum(s.cost for s in turn)
     fixed_cost = system_cost + sum(block_costs)
 
@@ -648,41 +661,55 @@ def build_context(
             notes.append("the current turn is shown truncated; stored messages are whole")
 
     # 2. Older units, newest first, while they fit the budget and the policy window.
+    # This loop runs once per message of the window: keep it free of calls and lookups.
     remaining = avail - fixed_cost - turn_cost
     count = len(turn)
     window_tokens = turn_cost
     exchanges = 1 if user else 0
+    max_messages = pol.max_messages or _UNLIMITED
+    max_tokens = pol.max_window_tokens or _UNLIMITED
+    max_exchanges = pol.max_exchanges or _UNLIMITED
     older: list[_Unit] = []  # newest first
     orphan_ids: list[int] = [m.id for u in turn_units for m in u.orphans]
-    for unit in _older_units(spill, cursor, costing):
-        if not unit.messages:  # orphans at the very start of the candidates
-            orphan_ids[:0] = [m.id for m in unit.orphans]
+    spill.reverse()  # pop() now gives the newest first
+
+    def estimate() -> int | None:
+        # Rows the window may still take, from the average size seen so far.
+        if not count:
+            return None
+        room = min(remaining, max_tokens - window_tokens)
+        rows = int(room * count / max(window_tokens, 1) * 1.25) + 2
+        return min(rows, max_messages - count + 1)
+
+    cursor.estimate = estimate
+    while (unit := spill.pop() if spill else _next_unit(cursor, costing)) is not None:
+        members, cost = unit.messages, unit.cost
+        if not members:  # orphans at the very start of the candidates
+            orphan_ids.extend(m.id for m in unit.orphans)
             continue
-        reason = None
         if (
-            (pol.max_messages is not None and count + len(unit.messages) > pol.max_messages)
-            or (
-                pol.max_window_tokens is not None
-                and window_tokens + unit.cost > pol.max_window_tokens
-            )
-            or (pol.max_exchanges is not None and exchanges >= pol.max_exchanges)
+            count + len(members) > max_messages
+            or window_tokens + cost > max_tokens
+            or exchanges >= max_exchanges
         ):
             reason = OLDER_THAN_WINDOW
-        elif unit.cost > remaining:
+        elif cost > remaining:
             reason = OVER_BUDGET
-        if reason is not None:
-            # before_id None: nothing is in the window, every candidate was left out.
-            oldest = older[-1].messages[0].id if older else (turn[0].message.id if turn else None)
-            omitted.append(Omission(reason, before_id=oldest))
-            if reason == OVER_BUDGET and not older and not turn:
-                notes.append("the newest message does not fit the budget")
-            break
-        older.append(unit)
-        orphan_ids[:0] = [m.id for m in unit.orphans]
-        remaining -= unit.cost
-        window_tokens += unit.cost
-        count += len(unit.messages)
-        exchanges += unit.is_user
+        else:
+            older.append(unit)
+            if unit.orphans:
+                orphan_ids.extend(m.id for m in unit.orphans)
+            remaining -= cost
+            window_tokens += cost
+            count += len(members)
+            exchanges += unit.is_user
+            continue
+        # before_id None: nothing is in the window, every candidate was left out.
+        oldest = older[-1].messages[0].id if older else (turn[0].message.id if turn else None)
+        omitted.append(Omission(reason, before_id=oldest))
+        if reason == OVER_BUDGET and oldest is None:
+            notes.append("the newest message does not fit the budget")
+        break
     if orphan_ids:
         omitted.append(Omission(ORPHAN_TOOL_RESULT, message_ids=tuple(sorted(orphan_ids))))
         notes.append(f"{len(orphan_ids)} tool result(s) without their tool call left out")
@@ -693,27 +720,35 @@ def build_context(
         messages.append({"role": "system", "content": system_text})
     for _, text in blocks:
         messages.append({"role": "system", "content": text})
-    shown = [
-        _Shown(m, costing.content(m), 0) for u in reversed(older) for m in u.messages
-    ] + turn
     message_ids: list[int] = []
     truncated_ids: list[int] = []
     viewed_ids: list[int] = []
     has_tools = False
-    for s in shown:
-        m = s.message
+    views = costing.views
+    for unit in reversed(older):
+        for m in unit.messages:
+            out = m.to_openai()
+            if views and m.id in views:
+                out["content"] = views[m.id]
+                viewed_ids.append(m.id)
+            messages.append(out)
+            message_ids.append(m.id)
+            if m.tool_calls or m.tool_call_id:
+                has_tools = True
+    for shown in turn:
+        m = shown.message
         out = m.to_openai()
-        if s.content is not m.content:
-            out["content"] = s.content
+        if shown.content is not m.content:
+            out["content"] = shown.content
         messages.append(out)
         message_ids.append(m.id)
-        if s.truncated:
+        if shown.truncated:
             truncated_ids.append(m.id)
-        elif costing.views and m.id in costing.views:
+        elif views and m.id in views:
             viewed_ids.append(m.id)
         if m.tool_calls or m.tool_call_id:
             has_tools = True
-    tokens = REPLY_PRIMING + fixed_cost + turn_cost + sum(u.cost for u in older)
+    tokens = REPLY_PRIMING + fixed_cost + window_tokens
     return Context(
         messages=messages,
         tokens=tokens,

@@ -260,6 +260,4 @@ def get_policy(spec: str | Policy | Mapping[str, Any] | None = None) -> Policy:
             raise ConfigError(f"unknown policy field(s) {unknown}; known: {sorted(merged)}")
         merged.update(spec)
         return Policy.from_dict(merged)
-    raise ConfigError(
-        f"a policy is a preset name, a Policy or a dict, got {type(spec).__name__}"
-    )
+    raise ConfigError(f"a policy is a preset name, a Policy or a dict, got {type(spec).__name__}")

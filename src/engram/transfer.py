@@ -94,7 +94,9 @@ def export_session(store: Store, scope: str, session: str) -> JSON:
     info = store.get_session(scope, session)
     if info is None:
         raise SessionNotFound(f"no session {session!r} in scope {scope!r}")
-    return build_document(info, all_messages(store, scope, session), session_states(store, scope, session))
+    return build_document(
+        info, all_messages(store, scope, session), session_states(store, scope, session)
+    )
 
 
 def _new_message(entry: Mapping[str, Any], where: str) -> tuple[NewMessage, int | None]:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engram.compaction import extract_offline, merge_important_data, normalize_url
@@ -9,13 +9,20 @@ from engram.compaction.important import IMPORTANT_KEYS, find_urls, validate_impo
 from engram.errors import LLMBadResponse
 
 SEED_MESSAGES = [
-    {"role": "user", "content": "I prefer dark mode. My document should have sections for "
-     "Introduction, Methods, Results."},
+    {
+        "role": "user",
+        "content": "I prefer dark mode. My document should have sections for "
+        "Introduction, Methods, Results.",
+    },
     {"role": "assistant", "content": "Noted. I'll structure your document accordingly."},
-    {"role": "user", "content": "Important sources: https://example.com/paper1, "
-     "https://example.com/paper2"},
-    {"role": "user", "content": "The key finding is that X causes Y. This is critical for the "
-     "paper."},
+    {
+        "role": "user",
+        "content": "Important sources: https://example.com/paper1, https://example.com/paper2",
+    },
+    {
+        "role": "user",
+        "content": "The key finding is that X causes Y. This is critical for the paper.",
+    },
 ]
 
 
@@ -34,14 +41,24 @@ class TestOfflineExtraction:
         assert tuple(data) == IMPORTANT_KEYS
 
     def test_decisions_entities_and_other_preferences(self):
-        data = extract_offline([{"role": "user", "content":
-            "We decided to go with Postgres. Ask @jane_doe and John Smith from Acme Corp. "
-            "Document structure: Intro, Methods, Results, Conclusion. I like concise answers. "
-            "Please always cite sources."}])
+        data = extract_offline(
+            [
+                {
+                    "role": "user",
+                    "content": "We decided to go with Postgres. Ask @jane_doe and John Smith "
+                    "from Acme Corp. Document structure: Intro, Methods, Results, Conclusion. "
+                    "I like concise answers. Please always cite sources.",
+                }
+            ]
+        )
         assert data["key_decisions"] == ["We decided to go with Postgres."]
         assert data["entities"] == ["@jane_doe", "John Smith", "Acme Corp"]
-        assert data["document_structure"]["sections"] == ["Intro", "Methods", "Results",
-                                                          "Conclusion"]
+        assert data["document_structure"]["sections"] == [
+            "Intro",
+            "Methods",
+            "Results",
+            "Conclusion",
+        ]
         assert data["user_preferences"]["answer_length"] == "concise"
         assert data["user_preferences"]["stated"] == ["Please always cite sources."]
 
@@ -98,6 +115,7 @@ class TestMerge:
         merge_important_data(old, {"user_preferences": {"font": "x"}, "entities": ["C D"]})
         assert old == {"user_preferences": {"theme": "dark"}, "entities": ["A B"]}
 
+    @settings(deadline=None)
     @given(st.lists(st.text(max_size=8), max_size=6), st.lists(st.text(max_size=8), max_size=6))
     def test_merge_is_idempotent_and_keeps_everything(self, a: list[str], b: list[str]):
         once = merge_important_data({"important_facts": a}, {"important_facts": b})
@@ -111,14 +129,16 @@ class TestMerge:
 
 class TestValidate:
     def test_coerces_wrong_types(self):
-        data = validate_important_data({
-            "user_preferences": ["not", "a", "dict"],
-            "key_decisions": "one decision",
-            "important_facts": [1, None, "", "fact"],
-            "entities": [{"name": "Acme", "type": "org"}, {"type": "org", "name": "Acme"}],
-            "source_urls": None,
-            "mood": "happy",
-        })
+        data = validate_important_data(
+            {
+                "user_preferences": ["not", "a", "dict"],
+                "key_decisions": "one decision",
+                "important_facts": [1, None, "", "fact"],
+                "entities": [{"name": "Acme", "type": "org"}, {"type": "org", "name": "Acme"}],
+                "source_urls": None,
+                "mood": "happy",
+            }
+        )
         assert data["user_preferences"] == {}
         assert data["key_decisions"] == ["one decision"]
         assert data["important_facts"] == ["1", "fact"]

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from engram.compaction import LLMSummarizer, OfflineSummarizer, SUMMARY_PROMPT, target_words
+from engram.compaction import SUMMARY_PROMPT, LLMSummarizer, OfflineSummarizer, target_words
 from engram.compaction.words import count_words
 from engram.errors import ConfigError, LLMError
 from engram.llm import LLMClient
@@ -18,18 +18,35 @@ def long_conversation(turns: int = 120, seed: int = 7) -> list[dict[str, str]]:
     out = []
     for i in range(turns):
         topic = rng.choice(TOPICS)
-        out.append({"role": "user", "content": f"Can you explain the {topic} plan for week {i}? "
-                    f"I think the {topic} work needs attention. We decided to review it Friday."})
-        out.append({"role": "assistant", "content": f"Sure. The {topic} plan for week {i} has "
-                    f"three steps. First we review the {topic} goals. Then we measure results."})
+        out.append(
+            {
+                "role": "user",
+                "content": f"Can you explain the {topic} plan for week {i}? "
+                f"I think the {topic} work needs attention. We decided to review it Friday.",
+            }
+        )
+        out.append(
+            {
+                "role": "assistant",
+                "content": f"Sure. The {topic} plan for week {i} has "
+                f"three steps. First we review the {topic} goals. Then we measure results.",
+            }
+        )
     return out
 
 
 class TestTargetWords:
     @pytest.mark.parametrize(
         ("version", "expected"),
-        [(1, (100, 150)), (2, (200, 250)), (3, (300, 350)), (4, (400, 450)),
-         (5, (500, 750)), (6, (500, 750)), (40, (500, 750))],
+        [
+            (1, (100, 150)),
+            (2, (200, 250)),
+            (3, (300, 350)),
+            (4, (400, 450)),
+            (5, (500, 750)),
+            (6, (500, 750)),
+            (40, (500, 750)),
+        ],
     )
     def test_ranges(self, version: int, expected: tuple[int, int]):
         assert target_words(version) == expected
@@ -43,8 +60,9 @@ class TestOfflineSummarizer:
     @pytest.mark.parametrize("version", [1, 2, 3, 4, 5, 6])
     def test_word_range_per_version(self, version: int):
         low, high = target_words(version)
-        out = OfflineSummarizer().summarize(long_conversation(), previous_summary=None,
-                                            version=version)
+        out = OfflineSummarizer().summarize(
+            long_conversation(), previous_summary=None, version=version
+        )
         assert low <= count_words(out.text) <= high
         assert out.summarizer == "offline"
         assert out.fallback_reason is None
@@ -102,7 +120,8 @@ class TestLLMSummarizer:
     def test_prompt_is_seed001_with_word_target(self, fake_llm: FakeLLMServer, client: LLMClient):
         fake_llm.reply("A summary about X. " * 10)
         out = LLMSummarizer(client).summarize(
-            [{"role": "user", "content": "Tell me about X"}], previous_summary="Old story.",
+            [{"role": "user", "content": "Tell me about X"}],
+            previous_summary="Old story.",
             version=2,
         )
         assert out.summarizer == "llm:gpt-4o-mini"
@@ -116,20 +135,21 @@ class TestLLMSummarizer:
 
     def test_first_summary_says_none(self, fake_llm: FakeLLMServer, client: LLMClient):
         fake_llm.reply("Short.")
-        LLMSummarizer(client).summarize([{"role": "user", "content": "hi"}],
-                                        previous_summary=None, version=1)
+        LLMSummarizer(client).summarize(
+            [{"role": "user", "content": "hi"}], previous_summary=None, version=1
+        )
         assert "Previous summary (if exists): None" in fake_llm.requests[0].messages[0]["content"]
 
     def test_overlong_answer_trimmed_to_high(self, fake_llm: FakeLLMServer, client: LLMClient):
         fake_llm.reply("This sentence has exactly six words. " * 60)
-        out = LLMSummarizer(client).summarize([{"role": "user", "content": "x"}],
-                                              previous_summary=None, version=1)
+        out = LLMSummarizer(client).summarize(
+            [{"role": "user", "content": "x"}], previous_summary=None, version=1
+        )
         assert count_words(out.text) <= 150
 
     def test_failure_falls_back_to_offline(self, fake_llm: FakeLLMServer, client: LLMClient):
         fake_llm.fail(500).fail(500)
-        out = LLMSummarizer(client).summarize(long_conversation(), previous_summary=None,
-                                              version=1)
+        out = LLMSummarizer(client).summarize(long_conversation(), previous_summary=None, version=1)
         assert out.summarizer == "offline"
         assert out.fallback_reason and "500" in out.fallback_reason
         assert 100 <= count_words(out.text) <= 150
@@ -142,7 +162,9 @@ class TestLLMSummarizer:
             )
 
     def test_extract_important_json(self, fake_llm: FakeLLMServer, client: LLMClient):
-        fake_llm.reply_json({"user_preferences": {"theme": "dark"}, "source_urls": "https://A.com/x#y"})
+        fake_llm.reply_json(
+            {"user_preferences": {"theme": "dark"}, "source_urls": "https://A.com/x#y"}
+        )
         out = LLMSummarizer(client).extract_important([{"role": "user", "content": "dark mode"}])
         assert out.data["user_preferences"] == {"theme": "dark"}
         assert out.data["source_urls"] == ["https://a.com/x"]

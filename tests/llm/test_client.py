@@ -135,7 +135,7 @@ class TestRetries:
         fake_llm.slow(2).slow(2)
         with LLMClient("gpt-4o-mini", base_url=fake_llm.base_url, timeout=0.5, backoff=0) as c:
             started = time.monotonic()
-            with pytest.raises(LLMTimeout, match="0.5s"):
+            with pytest.raises(LLMTimeout, match=r"0\.5s"):
                 c.chat(USER, purpose="t")
             elapsed = time.monotonic() - started
         assert len(fake_llm.requests) == 2

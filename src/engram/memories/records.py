@@ -17,6 +17,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from engram.errors import ConfigError, InvalidQuery
@@ -84,8 +85,14 @@ def check_metadata(metadata: Mapping[str, Any] | None) -> JSON:
     if "importance" in out:
         value = out["importance"]
         low, high = IMPORTANCE_RANGE
-        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-            raise InvalidQuery(f"memory importance must be a number from {low} to {high}, got {value!r}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not low <= value <= high
+        ):
+            raise InvalidQuery(
+                f"memory importance must be a number from {low} to {high}, got {value!r}"
+            )
     for key in ("tags", "related_sessions"):
         if key in out and (
             not isinstance(out[key], list) or not all(isinstance(v, str) for v in out[key])
@@ -148,3 +155,35 @@ def memory_json(memory: MemoryRecord) -> JSON:
         "source_session": memory.source_session,
         "metadata": dict(memory.metadata),
     }
+
+
+#: What became of one request to remember a conversation.
+OUTCOMES = ("created", "duplicate", "deferred", "skipped", "failed")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What became of one request to remember a conversation.
+
+    ``status`` is one of :data:`OUTCOMES`: "created" (``memory`` is the new
+    memory, or the one it was merged into), "duplicate" (``memory`` is the
+    existing memory it repeats), "deferred" (over the energy budget; done
+    later by ``Memories.run_deferred``), "skipped" (nothing to remember) or
+    "failed" (logged and audited; the session still ended).
+    """
+
+    status: str
+    scope: str
+    session: str | None
+    memory: MemoryRecord | None = None
+    detail: str = ""
+
+    def to_dict(self) -> JSON:
+        """Plain JSON-ready data."""
+        return {
+            "status": self.status,
+            "scope": self.scope,
+            "session": self.session,
+            "memory": memory_json(self.memory) if self.memory is not None else None,
+            "detail": self.detail,
+        }

@@ -32,7 +32,9 @@ def open_store(url: str | None = None, **options: Any) -> Store:
         raise ConfigError(f"store URL {url!r} has no scheme; use one of {sorted(BACKENDS)}")
     target = BACKENDS.get(scheme.lower().split("+", 1)[0])
     if target is None:
-        raise ConfigError(f"unknown store scheme {scheme!r} in {url!r}; use one of {sorted(BACKENDS)}")
+        raise ConfigError(
+            f"unknown store scheme {scheme!r} in {url!r}; use one of {sorted(BACKENDS)}"
+        )
     module_name, _, class_name = target.partition(":")
     module = importlib.import_module(module_name)
     store: Store = getattr(module, class_name).from_url(url, **options)

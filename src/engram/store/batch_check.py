@@ -40,7 +40,9 @@ def _json(index: int, what: str, value: Any) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidMessage(f"message {index} {what} holds text that is not valid Unicode") from None
+        raise InvalidMessage(
+            f"message {index} {what} holds text that is not valid Unicode"
+        ) from None
     if "\\u0000" in text:
         raise InvalidMessage(f"message {index} {what} contains a NUL character")
 

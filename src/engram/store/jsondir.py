@@ -308,7 +308,8 @@ class JsonDirStore:
         self.ensure_session(scope, session)
         doc = self._load_doc(scope, session)
         assert doc is not None
-        return json.loads(json.dumps(doc))  # a private copy: callers may mutate it
+        copy: JSON = json.loads(json.dumps(doc))  # a private copy: callers may mutate it
+        return copy
 
     def save_document(self, doc: Mapping[str, Any]) -> None:
         """Replace a session's document with ``doc`` (validated first; ids are kept as given).

@@ -24,7 +24,7 @@ connection, writes are not (the caller decides).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -227,6 +227,13 @@ class PostgresStore:
     def pool(self) -> ConnectionPool[Conn]:
         """The connection pool (for :mod:`engram.jobs` and benchmarks)."""
         return self._pool
+
+    def connection(self) -> AbstractContextManager[Conn]:
+        """A pooled connection in a transaction (committed on success), errors mapped.
+
+        For modules that add tables of their own (:mod:`engram.jobs`).
+        """
+        return self._connection()
 
     # -- plumbing -------------------------------------------------------------------
 

@@ -29,7 +29,9 @@ def m001_initial(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     """Sessions, messages (weighted tsvector + GIN index), state, memories, audit, usage."""
     # English stemming without a stop-word list: every word a person types is searchable,
     # as with the SQLite (FTS5 porter) and jsondir backends.
-    conn.execute("CREATE TEXT SEARCH DICTIONARY engram_stem (TEMPLATE = snowball, Language = english)")
+    conn.execute(
+        "CREATE TEXT SEARCH DICTIONARY engram_stem (TEMPLATE = snowball, Language = english)"
+    )
     conn.execute("CREATE TEXT SEARCH CONFIGURATION engram_english (COPY = pg_catalog.english)")
     conn.execute(
         "ALTER TEXT SEARCH CONFIGURATION engram_english ALTER MAPPING FOR "
@@ -68,7 +70,8 @@ def m001_initial(conn: psycopg.Connection[tuple[object, ...]]) -> None:
             metadata     jsonb       NOT NULL DEFAULT '{{}}',
             search       tsvector GENERATED ALWAYS AS (
                 setweight(to_tsvector('engram_english'::regconfig, regexp_replace(
-                    left(coalesce(content, ''), {SEARCHED_CHARS}), '[[:punct:]]', ' ', 'g')), 'A') ||
+                    left(coalesce(content, ''), {SEARCHED_CHARS}), '[[:punct:]]', ' ', 'g')
+                ), 'A') ||
                 setweight(to_tsvector('engram_english'::regconfig, regexp_replace(
                     coalesce(name, ''), '[[:punct:]]', ' ', 'g')), 'B')
             ) STORED,

@@ -78,13 +78,9 @@ _MSG = (
     " m.metadata, m.tokens"
 )
 _TAIL = (
-    f"SELECT {_MSG} FROM messages m WHERE m.session_id = ? AND m.id < ?"
-    " ORDER BY m.id DESC LIMIT ?"
+    f"SELECT {_MSG} FROM messages m WHERE m.session_id = ? AND m.id < ? ORDER BY m.id DESC LIMIT ?"
 )
-_PAGE = (
-    f"SELECT {_MSG} FROM messages m WHERE m.session_id = ? AND m.id > ?"
-    " ORDER BY m.id LIMIT ?"
-)
+_PAGE = f"SELECT {_MSG} FROM messages m WHERE m.session_id = ? AND m.id > ? ORDER BY m.id LIMIT ?"
 _INSERT_MESSAGE = (
     "INSERT INTO messages(session_id, created_at, role, content, name, tool_calls,"
     " tool_call_id, metadata, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -469,9 +465,7 @@ class SQLiteStore:
         row = conn.execute(_FIND_SESSION, (scope, session)).fetchone()
         return None if row is None else int(row[0])
 
-    def _session_for_write(
-        self, tx: _Tx, scope: str, session: str, now: str | None = None
-    ) -> int:
+    def _session_for_write(self, tx: _Tx, scope: str, session: str, now: str | None = None) -> int:
         """The session's id, created (with its scope) inside ``tx`` if absent."""
         scope_pk = self._scope_for_write(tx, scope)
         row = tx.conn.execute(
@@ -715,12 +709,16 @@ class SQLiteStore:
     @_guarded
     def get_message(self, scope: str, message_id: int) -> Message | None:
         """One message by id, only if it belongs to a session of ``scope``."""
-        row = self._conn().execute(
-            f"SELECT {_MSG}, s.external_id FROM messages m"
-            " JOIN sessions s ON s.id = m.session_id JOIN scopes c ON c.id = s.scope_id"
-            " WHERE m.id = ? AND c.name = ?",
-            (message_id, scope),
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                f"SELECT {_MSG}, s.external_id FROM messages m"
+                " JOIN sessions s ON s.id = m.session_id JOIN scopes c ON c.id = s.scope_id"
+                " WHERE m.id = ? AND c.name = ?",
+                (message_id, scope),
+            )
+            .fetchone()
+        )
         return None if row is None else _message(scope, row[9], row)
 
     @_guarded
@@ -847,12 +845,16 @@ class SQLiteStore:
     @_guarded
     def load_state(self, scope: str, session: str, kind: str) -> StateRecord | None:
         """The state document of that kind, or None if never saved."""
-        row = self._conn().execute(
-            "SELECT st.version, st.data, st.updated_at FROM session_state st"
-            " JOIN sessions s ON s.id = st.session_id JOIN scopes c ON c.id = s.scope_id"
-            " WHERE c.name = ? AND s.external_id = ? AND st.kind = ?",
-            (scope, session, kind),
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                "SELECT st.version, st.data, st.updated_at FROM session_state st"
+                " JOIN sessions s ON s.id = st.session_id JOIN scopes c ON c.id = s.scope_id"
+                " WHERE c.name = ? AND s.external_id = ? AND st.kind = ?",
+                (scope, session, kind),
+            )
+            .fetchone()
+        )
         if row is None:
             return None
         data = _json_dict(row[1], f"{kind} state of session {scope}/{session}")

@@ -1,0 +1,57 @@
+"""Ranked term match over a scope's memories (seed 003 phase 2 "Memory Search"). Pure code.
+
+A scope holds at most a few dozen short memories, so a scan beats an index.
+The score of a memory is the share of the query's words it contains (words
+compared after case, accent and simple suffix folding, so "meetings" matches
+"meeting"), plus a bonus when it contains the whole query as a phrase. Ties:
+newest first. A query with no searchable word matches nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from engram.memories.records import normalize
+from engram.models import MemoryRecord
+
+#: Score bonus of a memory containing the whole query as a phrase.
+PHRASE_BONUS = 0.5
+_SUFFIXES = ("ing", "ed", "es", "s")
+_STOPWORDS = frozenset(
+    "a an and are as at be by did do for from had has have i in is it me my of on or our"
+    " the their there this to was we were what when where which who why with you your".split()
+)
+
+
+def stem(word: str) -> str:
+    """A crude suffix-folded form of one normalized word."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def terms(text: str) -> frozenset[str]:
+    """The searchable, folded words of ``text`` (stop words left out)."""
+    return frozenset(stem(w) for w in normalize(text).split() if w not in _STOPWORDS)
+
+
+def rank(
+    query: str, memories: Sequence[MemoryRecord], *, limit: int
+) -> list[tuple[float, MemoryRecord]]:
+    """Memories matching ``query``, best first, with their scores (0 < score <= 1.5)."""
+    wanted = terms(query)
+    if not wanted:
+        return []
+    phrase = normalize(query)
+    scored = []
+    for memory in memories:
+        found = terms(memory.content)
+        share = len(wanted & found) / len(wanted)
+        if share == 0:
+            continue
+        if phrase and f" {phrase} " in f" {normalize(memory.content)} ":
+            share += PHRASE_BONUS
+        scored.append((share, memory))
+    scored.sort(key=lambda item: (-item[0], -item[1].created_at.timestamp(), -item[1].id))
+    return scored[:limit]
