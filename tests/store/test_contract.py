@@ -30,8 +30,9 @@ def new(
     return NewMessage(role=role, content=content, created_at=at or T0, **extra)
 
 
-def add(store: Store, scope: str, session: str, *contents: str, start: datetime = T0,
-        role: str = "user") -> list[Any]:
+def add(
+    store: Store, scope: str, session: str, *contents: str, start: datetime = T0, role: str = "user"
+) -> list[Any]:
     """Append ``contents`` one second apart; tokens = len // 4 + 1."""
     batch = [new(c, role, start + timedelta(seconds=i)) for i, c in enumerate(contents)]
     return store.append(scope, session, batch, [len(c) // 4 + 1 for c in contents])
@@ -263,7 +264,9 @@ class TestBetween:
 
     def test_other_time_zones_mean_the_same_instant(self, store: Store) -> None:
         plus2 = timezone(timedelta(hours=2))
-        (m,) = store.append("p", "s", [new("tz", at=datetime(2024, 5, 1, 14, 0, tzinfo=plus2))], [1])
+        (m,) = store.append(
+            "p", "s", [new("tz", at=datetime(2024, 5, 1, 14, 0, tzinfo=plus2))], [1]
+        )
         assert m.created_at == T0
         got = store.between("p", "s", T0, T0 + timedelta(seconds=1))
         assert [x.id for x in got] == [m.id]
@@ -273,7 +276,9 @@ class TestBetween:
 class TestSearch:
     def test_stemming(self, store: Store) -> None:
         add(store, "p", "s", "We will decide tomorrow", "The price is right", "unrelated")
-        assert [h.message.content for h in store.search("p", "decided")] == ["We will decide tomorrow"]
+        assert [h.message.content for h in store.search("p", "decided")] == [
+            "We will decide tomorrow"
+        ]
         assert [h.message.content for h in store.search("p", "prices")] == ["The price is right"]
 
     def test_snippet_marks_matches(self, store: Store) -> None:
@@ -351,7 +356,7 @@ class TestSearch:
 
     @pytest.mark.parametrize("query", ["", "   ", "%", "_", "*", '"', "()", "---", ":", "🎉"])
     def test_no_searchable_word_no_hit(self, store: Store, query: str) -> None:
-        add(store, "p", "s", "% _ * \" () --- : 🎉 and some words")
+        add(store, "p", "s", '% _ * " () --- : 🎉 and some words')
         assert store.search("p", query) == []
 
     def test_operator_words_alone_do_not_fail(self, store: Store) -> None:
@@ -371,7 +376,9 @@ class TestState:
     def test_create_once(self, store: Store) -> None:
         first = store.save_state("p", "s", "compaction", {"summary": "v1"}, expected_version=0)
         assert first is not None and first.version == 1 and first.data == {"summary": "v1"}
-        assert store.save_state("p", "s", "compaction", {"summary": "x"}, expected_version=0) is None
+        assert (
+            store.save_state("p", "s", "compaction", {"summary": "x"}, expected_version=0) is None
+        )
         loaded = store.load_state("p", "s", "compaction")
         assert loaded is not None and loaded.version == 1 and loaded.data == {"summary": "v1"}
         assert loaded.updated_at.utcoffset() == timedelta(0)
@@ -402,7 +409,12 @@ class TestState:
 class TestMemories:
     def test_crud(self, store: Store) -> None:
         m = store.add_memory("app", "likes tea", source_session="s1", metadata={"k": 1})
-        assert (m.scope, m.content, m.source_session, m.metadata) == ("app", "likes tea", "s1", {"k": 1})
+        assert (m.scope, m.content, m.source_session, m.metadata) == (
+            "app",
+            "likes tea",
+            "s1",
+            {"k": 1},
+        )
         assert store.get_memory("app", m.id) == m
         updated = store.update_memory("app", m.id, content="likes green tea")
         assert updated is not None and updated.content == "likes green tea"

@@ -1,4 +1,4 @@
-"""PostgreSQL-specific behaviour: migrations, pool recovery, search, CAS and jobs under concurrency."""
+"""PostgreSQL specifics: migrations, pool recovery, search, CAS and jobs under concurrency."""
 
 from __future__ import annotations
 
@@ -144,7 +144,12 @@ class TestSearch:
         store.append(
             "p",
             "s",
-            [msg("cats are running"), msg("one cat"), msg("dogs sleep"), msg("hi", name="runner_bob")],
+            [
+                msg("cats are running"),
+                msg("one cat"),
+                msg("dogs sleep"),
+                msg("hi", name="runner_bob"),
+            ],
             [1, 1, 1, 1],
         )
         hits = store.search("p", "cat run")

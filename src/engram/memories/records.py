@@ -7,7 +7,8 @@ spells the keys ``importance``, ``tags`` and ``related_sessions`` and keeps any
 other JSON key the caller adds.
 
 Two memories *repeat* each other when their normalized texts are equal or
-their word sets overlap by at least :data:`DUPLICATE_JACCARD` (Jaccard index);
+their word sets (stop words left out) overlap by at least
+:data:`DUPLICATE_JACCARD` (Jaccard index);
 a repeated memory is not stored twice.
 """
 
@@ -40,6 +41,11 @@ IMPORTANCE_RANGE = (0, 10)
 MAX_METADATA_CHARS = 4000
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+#: Words too common to tell two memories apart (left out of word sets).
+STOPWORDS = frozenset(
+    "a an and are as at be by did do for from had has have i in is it me my of on or our"
+    " the their there this to was we were what when where which who why with you your".split()
+)
 
 
 def check_content(content: object) -> str:
@@ -121,8 +127,9 @@ def normalize(text: str) -> str:
 
 
 def word_set(text: str) -> frozenset[str]:
-    """The distinct normalized words of ``text``."""
-    return frozenset(normalize(text).split())
+    """The distinct normalized words of ``text``, stop words left out (unless that is all)."""
+    words = frozenset(normalize(text).split())
+    return (words - STOPWORDS) or words
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -135,7 +142,7 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 def find_duplicate(content: str, existing: Iterable[MemoryRecord]) -> MemoryRecord | None:
     """The first existing memory that ``content`` repeats, or None."""
     norm = normalize(content)
-    words = frozenset(norm.split())
+    words = word_set(content)
     for memory in existing:
         if normalize(memory.content) == norm:
             return memory

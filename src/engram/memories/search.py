@@ -11,20 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engram.memories.records import normalize
+from engram.memories.records import STOPWORDS, normalize
 from engram.models import MemoryRecord
 
 #: Score bonus of a memory containing the whole query as a phrase.
 PHRASE_BONUS = 0.5
-_SUFFIXES = ("ing", "ed", "es", "s")
-_STOPWORDS = frozenset(
-    "a an and are as at be by did do for from had has have i in is it me my of on or our"
-    " the their there this to was we were what when where which who why with you your".split()
-)
+_SUFFIXES = ("ing", "ed")
 
 
 def stem(word: str) -> str:
     """A crude suffix-folded form of one normalized word."""
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        word = word[:-1]
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
@@ -33,7 +33,7 @@ def stem(word: str) -> str:
 
 def terms(text: str) -> frozenset[str]:
     """The searchable, folded words of ``text`` (stop words left out)."""
-    return frozenset(stem(w) for w in normalize(text).split() if w not in _STOPWORDS)
+    return frozenset(stem(w) for w in normalize(text).split() if w not in STOPWORDS)
 
 
 def rank(

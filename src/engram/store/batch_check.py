@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from engram.errors import InvalidMessage
+from engram.errors import ConfigError, InvalidMessage
 from engram.models import ROLES, NewMessage
 
 
@@ -68,3 +68,14 @@ def check_batch(messages: Sequence[NewMessage], tokens: Sequence[int]) -> None:
         if message.metadata is not None and not isinstance(message.metadata, dict):
             raise InvalidMessage(f"message {index} metadata must be an object")
         _json(index, "metadata", message.metadata or {})
+
+
+def json_value(value: Any, what: str) -> Any:
+    """``value`` as plain JSON data (a deep copy), or ConfigError naming ``what``."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{what} is not JSON-serializable: {exc}") from None
+    if "\\u0000" in text:
+        raise ConfigError(f"{what} contains a NUL character")
+    return json.loads(text)

@@ -57,7 +57,7 @@ from engram.models import (
 from engram.search_query import terms as extract_terms
 from engram.store import jsondoc
 from engram.store.base import MAX_PAGE
-from engram.store.batch_check import check_batch
+from engram.store.batch_check import check_batch, json_value
 from engram.store.filenames import encode_id
 from engram.store.snippets import Stemmer, score_message
 from engram.store.usage_totals import usage_summary
@@ -300,7 +300,7 @@ class JsonDirStore:
             id=session,
             created_at=now,
             updated_at=now,
-            policy=dict(policy) if policy is not None else None,
+            policy=json_value(dict(policy), "policy") if policy is not None else None,
         )
 
     def load_document(self, scope: str, session: str) -> JSON:
@@ -343,7 +343,7 @@ class JsonDirStore:
                 return info
             info, messages, states = parsed
             if policy is not None and info.policy != dict(policy):
-                info = replace(info, policy=dict(policy))
+                info = replace(info, policy=json_value(dict(policy), "policy"))
                 self._save(info, messages, states)
             return info
 
@@ -592,7 +592,7 @@ class JsonDirStore:
             record = StateRecord(
                 kind=kind,
                 version=expected_version + 1,
-                data=json.loads(json.dumps(data)),
+                data=json_value(data, f"state {kind!r}"),
                 updated_at=_now(),
             )
             self._save(info, messages, [s for s in states if s.kind != kind] + [record])
@@ -651,7 +651,7 @@ class JsonDirStore:
                 "id": new_id,
                 "content": content,
                 "source_session": source_session,
-                "metadata": frozen_metadata(metadata),
+                "metadata": json_value(frozen_metadata(metadata), "memory metadata"),
                 "created_at": jsondoc.iso(stamp),
                 "updated_at": jsondoc.iso(stamp),
             }
@@ -686,7 +686,7 @@ class JsonDirStore:
                 if content is not None:
                     new["content"] = content
                 if metadata is not None:
-                    new["metadata"] = dict(metadata)
+                    new["metadata"] = json_value(dict(metadata), "memory metadata")
                 new["updated_at"] = jsondoc.iso(max(_now(), old.updated_at))
                 rows[i] = new
                 self._write_scope_file(scope, MEMORIES_FILE, "memories", rows)

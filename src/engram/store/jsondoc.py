@@ -31,6 +31,7 @@ document has no ``states`` at all (a file written by seed 002 itself).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -127,9 +128,9 @@ def entry_message(scope: str, session: str, entry: Mapping[str, Any], *, where: 
             created_at=parse_time(entry.get("created_at", entry.get("timestamp")), f"{where} time"),
             tokens=int(tokens) if tokens is not None else 0,
             name=entry.get("name"),
-            tool_calls=tool_calls,
+            tool_calls=copy.deepcopy(tool_calls),
             tool_call_id=entry.get("tool_call_id"),
-            metadata=dict(metadata),
+            metadata=copy.deepcopy(metadata),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptedData(f"{where}: bad history entry ({exc})") from None
@@ -149,7 +150,7 @@ def entry_state(kind: str, entry: Mapping[str, Any], *, where: str) -> StateReco
         return StateRecord(
             kind=kind,
             version=int(entry["version"]),
-            data=data,
+            data=copy.deepcopy(data),  # documents are cached: callers get their own copy
             updated_at=parse_time(entry["updated_at"], f"{where} state {kind} updated_at"),
         )
     except (KeyError, TypeError, ValueError) as exc:

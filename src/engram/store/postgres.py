@@ -43,14 +43,14 @@ from engram.models import (
 )
 from engram.search_query import terms as extract_terms
 from engram.store.base import MAX_PAGE
-from engram.store.batch_check import check_batch
+from engram.store.batch_check import check_batch, json_value
 from engram.store.snippets import Stemmer, highlight
 from engram.store.usage_totals import usage_summary
 
 try:
     import psycopg
     from psycopg.types.json import Json, Jsonb
-    from psycopg_pool import ConnectionPool
+    from psycopg_pool import ConnectionPool, PoolTimeout
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise MissingDependency(
         "the PostgreSQL backend needs the 'postgres' extra: pip install 'engram[postgres]'"
@@ -72,6 +72,8 @@ HEADLINE_OPTIONS = (
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 T = TypeVar("T")
+
+_OPTIONS = frozenset({"min_size", "max_size", "timeout", "migrate_schema"})
 
 _MESSAGE_COLUMNS = (
     "id, scope, session, role, content, created_at, tokens, name, tool_calls, tool_call_id, "
@@ -214,7 +216,16 @@ class PostgresStore:
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> PostgresStore:
-        """Open ``postgresql://user:pass@host:port/db?...`` or any libpq URI (Unix sockets too)."""
+        """Open ``postgresql://user:pass@host:port/db?...`` or any libpq URI (Unix sockets too).
+
+        ``options``: ``min_size``, ``max_size`` (pool bounds), ``timeout`` (seconds to
+        wait for a connection) and ``migrate_schema`` (default True).
+        """
+        unknown = set(options) - _OPTIONS
+        if unknown:
+            raise ConfigError(
+                f"unknown PostgreSQL store option(s) {sorted(unknown)}; use {sorted(_OPTIONS)}"
+            )
         return cls(_conninfo(url), url=url, **options)
 
     def close(self) -> None:
@@ -252,6 +263,11 @@ class PostgresStore:
                 yield conn
         except EngramError:
             raise
+        except PoolTimeout as exc:
+            raise ConnectionLost(
+                f"no PostgreSQL connection to {self.url} became available within "
+                f"{self._timeout:g}s (server down or pool exhausted): {exc}"
+            ) from exc
         except psycopg.OperationalError as exc:
             raise ConnectionLost(
                 f"lost the connection to PostgreSQL at {self.url} ({exc}); "
@@ -265,7 +281,9 @@ class PostgresStore:
         try:
             with self._connection() as conn:
                 return work(conn)
-        except ConnectionLost:
+        except ConnectionLost as exc:
+            if isinstance(exc.__cause__, PoolTimeout):
+                raise  # already waited the whole timeout: do not wait twice
             with self._connection() as conn:
                 return work(conn)
 
@@ -290,7 +308,7 @@ class PostgresStore:
                     ON CONFLICT (scope, id) DO UPDATE SET policy = EXCLUDED.policy
                     RETURNING {_SESSION_COLUMNS}
                     """,
-                    (scope, session, Jsonb(dict(policy))),
+                    (scope, session, Jsonb(json_value(dict(policy), "policy"))),
                 ).fetchone()
             else:
                 conn.execute(
@@ -652,7 +670,7 @@ class PostgresStore:
                     ON CONFLICT (scope, session, kind) DO NOTHING
                     RETURNING kind, version, data, updated_at
                     """,
-                    (scope, session, kind, Jsonb(data)),
+                    (scope, session, kind, Jsonb(json_value(data, f"state {kind!r}"))),
                 ).fetchone()
             else:
                 row = conn.execute(
@@ -662,7 +680,13 @@ class PostgresStore:
                     WHERE scope = %s AND session = %s AND kind = %s AND version = %s
                     RETURNING kind, version, data, updated_at
                     """,
-                    (Jsonb(data), scope, session, kind, int(expected_version)),
+                    (
+                        Jsonb(json_value(data, f"state {kind!r}")),
+                        scope,
+                        session,
+                        kind,
+                        int(expected_version),
+                    ),
                 ).fetchone()
             if row is None:
                 return None
@@ -693,7 +717,14 @@ class PostgresStore:
                     (scope, content, source_session, metadata, created_at, updated_at)
                 VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_MEMORY_COLUMNS}
                 """,
-                (scope, content, source_session, Jsonb(frozen_metadata(metadata)), stamp, stamp),
+                (
+                    scope,
+                    content,
+                    source_session,
+                    Jsonb(json_value(frozen_metadata(metadata), "memory metadata")),
+                    stamp,
+                    stamp,
+                ),
             ).fetchone()
             assert row is not None
             return _memory(row)
@@ -750,7 +781,9 @@ class PostgresStore:
                 """,
                 (
                     content,
-                    None if metadata is None else Jsonb(dict(metadata)),
+                    None
+                    if metadata is None
+                    else Jsonb(json_value(dict(metadata), "memory metadata")),
                     int(memory_id),
                     scope,
                 ),
@@ -789,7 +822,7 @@ class PostgresStore:
         def work(conn: Conn) -> None:
             conn.execute(
                 "INSERT INTO memory_audit (scope, at, event) VALUES (%s, %s, %s)",
-                (scope, at, Jsonb(body)),
+                (scope, at, Jsonb(json_value(body, "audit event"))),
             )
 
         self._write(work)

@@ -63,6 +63,7 @@ SNIPPET_TOKENS = 24
 #: Column weights for ``bm25()``: content counts twice as much as the speaker's name.
 BM25_WEIGHTS = (1.0, 0.5)
 
+_WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
 _MAX_ID = 2**63 - 1
 _MEMORY_PATHS = frozenset({"", ":memory:"})
 
@@ -825,19 +826,33 @@ class SQLiteStore:
         params: list[Any],
         limit: int,
     ) -> list[SearchHit]:
-        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-        rows = conn.execute(
-            f"SELECT {_MSG}, s.external_id, bm25(messages_fts, {weights}),"
-            f" snippet(messages_fts, -1, '[', ']', '…', {SNIPPET_TOKENS})"
+        # Rank first, then build snippets for the winners only: SQLite evaluates the
+        # select list before sorting, and a snippet costs far more than a bm25 score.
+        ranked = conn.execute(
+            f"SELECT m.id, bm25(messages_fts, {_WEIGHTS}) AS rank"
             " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
             " JOIN sessions s ON s.id = m.session_id"
-            f" WHERE messages_fts MATCH ?{where}"
-            f" ORDER BY bm25(messages_fts, {weights}), m.id DESC LIMIT ?",
+            f" WHERE messages_fts MATCH ?{where} ORDER BY rank, m.id DESC LIMIT ?",
             (match, *params, limit),
         ).fetchall()
+        if not ranked:
+            return []
+        marks = ", ".join("?" * len(ranked))
+        rows = {
+            row[0]: row
+            for row in conn.execute(
+                f"SELECT {_MSG}, s.external_id,"
+                f" snippet(messages_fts, -1, '[', ']', '…', {SNIPPET_TOKENS})"
+                " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
+                " JOIN sessions s ON s.id = m.session_id"
+                f" WHERE messages_fts MATCH ? AND messages_fts.rowid IN ({marks})",
+                (match, *(mid for mid, _ in ranked)),
+            )
+        }
         return [
-            SearchHit(message=_message(scope, row[9], row), score=-row[10], snippet=row[11])
-            for row in rows
+            SearchHit(message=_message(scope, row[9], row), score=-rank, snippet=row[10])
+            for mid, rank in ranked
+            if (row := rows.get(mid)) is not None
         ]
 
     # -- session state ------------------------------------------------------------------

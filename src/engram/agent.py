@@ -1,0 +1,133 @@
+"""Seed 002's agent state on a session: read it, update it safely, compact it.
+
+The state itself (facts, active tasks, tool stats, token usage, last known
+environment, preferences) and its pure update functions live in
+:mod:`engram.compaction.agentstate`. This module adds the storage: the
+document is the session's ``"agent_state"`` state record, and every update
+is a compare-and-set loop (load, apply the caller's function, save with the
+version read; on a lost race start again), so concurrent updates from
+threads or processes never overwrite each other.
+
+Seed 002's compaction rules (de-duplicate facts, prune finished tasks older
+than 24 h) run whenever the session compacts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from engram.compaction.agentstate import (
+    AGENT_STATE_KIND,
+    AgentState,
+    compact_agent_state,
+    parse_agent_state,
+)
+from engram.context import Section
+from engram.errors import ConfigError, CorruptedData, StoreError
+from engram.store.base import Store
+
+log = logging.getLogger(__name__)
+
+#: Compare-and-set attempts before an update gives up (each lost race retries).
+MAX_UPDATE_ATTEMPTS = 20
+#: Title of the prompt section that shows the agent state.
+AGENT_STATE_TITLE = "AGENT STATE"
+#: Facts shown in the prompt (the newest; all stay stored).
+MAX_PROMPT_FACTS = 50
+
+
+def load_agent_state(store: Store, scope: str, session: str) -> tuple[AgentState, int]:
+    """Return the session's agent state and its record version (0: never saved)."""
+    try:
+        record = store.load_state(scope, session, AGENT_STATE_KIND)
+    except CorruptedData as exc:
+        raise StoreError(f"agent state of {scope}/{session} cannot be read: {exc}") from exc
+    if record is None:
+        return AgentState(), 0
+    return parse_agent_state(record.data), record.version
+
+
+def update_agent_state(
+    store: Store, scope: str, session: str, change: Callable[[AgentState], AgentState]
+) -> AgentState:
+    """Apply ``change`` to the stored state by compare-and-set, retrying lost races.
+
+    ``change`` may run several times (once per attempt): it must be a pure
+    function of the state it is given.
+
+    Raises:
+        ConfigError: ``change`` did not return an :class:`AgentState`.
+        StoreError: Every attempt lost its race (heavy contention).
+
+    """
+    for attempt in range(MAX_UPDATE_ATTEMPTS):
+        state, version = load_agent_state(store, scope, session)
+        new = change(state)
+        if not isinstance(new, AgentState):
+            raise ConfigError(
+                f"the agent-state update must return an AgentState, got {type(new).__name__}"
+            )
+        if new == state and version:
+            return state
+        saved = store.save_state(
+            scope, session, AGENT_STATE_KIND, new.to_dict(), expected_version=version
+        )
+        if saved is not None:
+            return new
+        time.sleep(min(0.001 * 2**attempt, 0.05))  # someone else wrote; read again
+    raise StoreError(
+        f"agent state of {scope}/{session}: {MAX_UPDATE_ATTEMPTS} concurrent updates won "
+        "every race; giving up"
+    )
+
+
+def compact_stored_agent_state(
+    store: Store, scope: str, session: str, *, now: datetime | None = None
+) -> bool:
+    """Apply seed 002's rules to the stored state, if there is one. True if it changed."""
+    try:
+        record = store.load_state(scope, session, AGENT_STATE_KIND)
+    except CorruptedData:
+        return False
+    if record is None:
+        return False
+    stamp = int((now or datetime.now(UTC)).timestamp())
+    changed = False
+
+    def rules(state: AgentState) -> AgentState:
+        nonlocal changed
+        new, changed = compact_agent_state(state, now=stamp)
+        return new
+
+    update_agent_state(store, scope, session, rules)
+    if changed:
+        log.info(
+            "agent state of %s/%s compacted (facts de-duplicated, old tasks pruned)", scope, session
+        )
+    return changed
+
+
+def agent_state_section(state: AgentState) -> Section | None:
+    """The agent state as a prompt section (facts, open tasks, environment, preferences)."""
+    shown: dict[str, object] = {}
+    if state.facts:
+        shown["facts"] = list(state.facts[-MAX_PROMPT_FACTS:])
+    tasks = [
+        {"id": t.id, "description": t.description, "status": t.status, "progress": t.progress}
+        for t in state.active_tasks
+    ]
+    if tasks:
+        shown["active_tasks"] = tasks
+    if state.last_known_environment:
+        shown["last_known_environment"] = state.last_known_environment
+    if state.preferences:
+        shown["preferences"] = state.preferences
+    if not shown:
+        return None
+    return Section(
+        AGENT_STATE_TITLE, json.dumps(shown, indent=2, ensure_ascii=False, sort_keys=True)
+    )
