@@ -92,6 +92,10 @@ class TestUrls:
         assert "hunter2" not in str(caught.value)
         assert "***" in str(caught.value)
 
+    def test_unknown_option_is_config_error(self, url: str) -> None:
+        with pytest.raises(ConfigError, match="pool_size"):
+            open_store(url, pool_size=3)
+
     def test_not_a_postgres_url(self) -> None:
         with pytest.raises(ConfigError):
             PostgresStore.from_url("mysql://x/y")
