@@ -16,6 +16,7 @@ from engram.cli._common import CliState
 from engram.cli.demo import demo_command
 from engram.cli.exporting import export_command
 from engram.cli.importing import import_command
+from engram.cli.migrate import migrate_command
 from engram.cli.query import context_command, search_command, stats_command
 from engram.errors import EngramError
 
@@ -56,5 +57,6 @@ main.add_command(search_command)
 main.add_command(context_command)
 main.add_command(stats_command)
 main.add_command(demo_command)
+main.add_command(migrate_command)
 
 __all__ = ["EngramGroup", "main"]
