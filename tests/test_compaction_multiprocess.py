@@ -54,7 +54,10 @@ def test_four_processes_add_and_compact_one_session(tmp_path: object) -> None:
         final = chat.compaction_state()
     contents = [m.content for m in stored]
     expected = {
-        f"w{w} r{r} {kind}" for w in range(WORKERS) for r in range(ROUNDS) for kind in ("question", "answer")
+        f"w{w} r{r} {kind}"
+        for w in range(WORKERS)
+        for r in range(ROUNDS)
+        for kind in ("question", "answer")
     }
     assert len(stored) == len(expected) == len(set(contents))
     assert set(contents) == expected

@@ -111,9 +111,10 @@ def test_scenario_3_incremental_summarization(mem: Engram, llm: FakeLLMServer) -
     assert second.watermark > first.watermark
     # Merged: the first cycle's facts are kept, the second cycle's added.
     facts = second.important_data["important_facts"]
-    assert facts[: len(first.important_data["important_facts"])] == first.important_data[
-        "important_facts"
-    ]
+    assert (
+        facts[: len(first.important_data["important_facts"])]
+        == first.important_data["important_facts"]
+    )
     assert len(facts) > len(first.important_data["important_facts"])
     assert ctx.tokens < 3000
     # The second cycle sent the previous summary with only the new messages.
