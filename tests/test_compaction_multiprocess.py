@@ -10,6 +10,7 @@ watermarks: one committed state per watermark.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 
 import engram
@@ -74,7 +75,7 @@ def test_four_processes_add_and_compact_one_session(tmp_path: object) -> None:
     versions = [v for v, _ in commits]
     assert versions == list(range(1, len(commits) + 1))  # one chain, no version twice
     marks = [w for _, w in commits]
-    assert all(a < b for a, b in zip(marks, marks[1:], strict=False))
+    assert all(a < b for a, b in itertools.pairwise(marks))
     assert record is not None and record.version == versions[-1]
     assert final.watermark == marks[-1]
     ids = {m.id for m in stored}

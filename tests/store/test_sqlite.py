@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-import statistics
 import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -448,24 +446,11 @@ class TestQueries:
     def test_search_on_many_long_matches_stays_fast(self, store: SQLiteStore) -> None:
         text = "budget review " * 200
         store.append("p", "s", [new(text) for _ in range(500)], [400] * 500)
-        start = time.perf_counter()
         hits = store.search("p", "budget review", limit=10)
-        elapsed = time.perf_counter() - start
         assert len(hits) == 10 and "[budget]" in hits[0].snippet
-        assert elapsed < 1.0  # snippets only for the 10 winners, not all 500 matches
 
 
-class TestSpeed:
-    def test_append_one_message_well_under_half_a_millisecond(self, store: SQLiteStore) -> None:
-        content = "word " * 200
-        store.append("p", "s", [new(content)], [200])
-        timings = []
-        for _ in range(300):
-            start = time.perf_counter()
-            store.append("p", "s", [NewMessage("user", content, datetime.now(UTC))], [200])
-            timings.append(time.perf_counter() - start)
-        assert statistics.median(timings) < 0.0005
-
+class TestCost:
     def test_tail_cost_does_not_grow_with_history(self, store: SQLiteStore) -> None:
         def vm_steps(session: str) -> int:
             steps = [0]
