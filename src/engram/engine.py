@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from datetime import UTC, date, datetime
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -46,7 +47,11 @@ from engram.compaction.summarizer import LLMSummarizer, OfflineSummarizer, Summa
 from engram.context import Context, HistoryReader, Section, build_context
 from engram.errors import ConfigError, InvalidQuery, MessageNotFound
 from engram.exchanges import Exchanges, cache_section, load_exchange_state, visible_rows
+from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.llm.client import LLMClient
+from engram.memories import DEFAULT_CAP, Memories, MemoryBudget, MemoryMetrics, MemoryWorker
+from engram.memories import Outcome as MemoryOutcome
+from engram.memories import end_session as end_memory_session
 from engram.models import Message, NewMessage, SearchHit, SessionInfo
 from engram.policy import Policy, get_policy
 from engram.store import Store, open_store
@@ -56,8 +61,6 @@ from engram.validation import build_message, build_messages, check_id, check_too
 
 logger = logging.getLogger("engram")
 
-#: Most messages ``Session.extended`` returns (seed 000's MAX_EXTENDED_CONTEXT).
-MAX_EXTENDED_CONTEXT = 50
 #: Default prompt budget when neither the call nor the policy gives one.
 DEFAULT_BUDGET = 8000
 #: How far back ``add`` looks for the assistant call a tool result answers.
@@ -93,6 +96,8 @@ class Engram:
         tz: str = "UTC",
         llm: LLMClient | str | None = FROM_ENV,
         memories_text: MemoriesProvider | None = None,
+        memory_cap: int = DEFAULT_CAP,
+        memory_budget: MemoryBudget | None = None,
     ) -> None:
         """Wrap ``store``.
 
@@ -105,7 +110,10 @@ class Engram:
                 ``_MODEL``. A client built from the environment is closed by
                 :meth:`close`; a client passed in belongs to the caller.
             memories_text: Gives a scope's long-term memories as prompt text;
-                shown after the system prompt (seed 001's order).
+                shown after the system prompt (seed 001's order). Default:
+                the scope's stored memories in seed 003's format.
+            memory_cap: Long-term memories kept per scope (seed 003: 10).
+            memory_budget: Energy budget for memory work (default: unlimited).
 
         """
         self.store = store
@@ -124,7 +132,11 @@ class Engram:
             self.llm = llm
         else:
             raise ConfigError(f"llm must be an LLMClient or None, got {type(llm).__name__}")
-        self.memories_text: MemoriesProvider | None = memories_text
+        self.memories_text: MemoriesProvider = memories_text or self._stored_memories_text
+        self.memory_cap = memory_cap
+        self.memory_budget = memory_budget or MemoryBudget()
+        self.memory_metrics = MemoryMetrics()
+        self._memory_worker: MemoryWorker | None = None
         self._background: BackgroundCompactor | None = None
         self._background_lock = threading.Lock()
         self._closed = False
@@ -213,12 +225,36 @@ class Engram:
         return result
 
     def memories_section(self, scope: str) -> Section | None:
-        """The scope's long-term memories as a section, when a provider is set."""
-        provider = self.memories_text
-        if provider is None:
-            return None
-        text = provider(scope)
+        """The scope's long-term memories as a prompt section, or None when it has none."""
+        text = self.memories_text(scope)
         return Section(MEMORIES_TITLE, text) if text and text.strip() else None
+
+    # -- long-term memories (seed 003) ----------------------------------------------
+
+    def memories(self, scope: str = "default") -> Memories:
+        """The long-term memories of a scope: create, list, get, update, delete, purge, audit."""
+        check_id("scope", scope)
+        return Memories(
+            self.store,
+            scope,
+            llm=self.llm,
+            cap=self.memory_cap,
+            budget=self.memory_budget,
+            metrics=self.memory_metrics,
+        )
+
+    def _stored_memories_text(self, scope: str) -> str:
+        return self.memories(scope).context_text(tz=self.tz)
+
+    @property
+    def memory_worker(self) -> MemoryWorker:
+        """The background worker that writes end-of-session memories (started on first use)."""
+        with self._background_lock:
+            if self._memory_worker is None:
+                if self._closed:
+                    raise ConfigError("this Engram is closed")
+                self._memory_worker = MemoryWorker()
+            return self._memory_worker
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -227,8 +263,11 @@ class Engram:
         with self._background_lock:
             self._closed = True
             worker, self._background = self._background, None
+            memory_worker, self._memory_worker = self._memory_worker, None
         if worker is not None:
             worker.close(wait=True)  # running compactions finish before the store closes
+        if memory_worker is not None:
+            memory_worker.close(wait=True)  # so do memories being written
         if self._owns_llm and self.llm is not None:
             self.llm.close()
             self._owns_llm = False
@@ -484,6 +523,21 @@ class Session:
             sections_tokens([memories]) if memories is not None else 0
         )
 
+    def end(self, reason: str = "ended", *, wait: bool = False) -> Future[MemoryOutcome]:
+        """End the conversation and write a memory of it for the scope, off the caller's path.
+
+        Returns at once (unless ``wait``); the memory is written by a background
+        worker with a 30-second limit. A failure is logged and skipped: the
+        session still ends. The future says what happened.
+        """
+        return end_memory_session(
+            self.engram.memories(self.scope),
+            self.id,
+            reason,
+            worker=self.engram.memory_worker,
+            wait=wait,
+        )
+
     def compaction_state(self) -> CompactionState:
         """The session's compaction state (summary, important data, watermark...)."""
         return load_compaction_state(self._store, self.scope, self.id)[0]
@@ -610,6 +664,8 @@ def open(
     *,
     tz: str | None = None,
     llm: LLMClient | str | None = FROM_ENV,
+    memory_cap: int = DEFAULT_CAP,
+    memory_budget: MemoryBudget | None = None,
     **store_options: Any,
 ) -> Engram:
     """Open Engram on a store URL (default: ``ENGRAM_URL``, else ``sqlite:///./engram.db``).
@@ -617,10 +673,17 @@ def open(
     ``tz`` (default ``ENGRAM_TZ`` or UTC) is the time zone date phrases are read in.
     ``llm`` is the summarizing model: a client, None (no model), or
     :data:`FROM_ENV` (default: ``ENGRAM_LLM_*`` variables; none set, no model).
+    ``memory_cap`` and ``memory_budget`` govern long-term memories (seed 003).
     """
     store = open_store(url or os.environ.get("ENGRAM_URL"), **store_options)
     try:
-        return Engram(store, tz=tz or os.environ.get("ENGRAM_TZ", "UTC"), llm=llm)
+        return Engram(
+            store,
+            tz=tz or os.environ.get("ENGRAM_TZ", "UTC"),
+            llm=llm,
+            memory_cap=memory_cap,
+            memory_budget=memory_budget,
+        )
     except BaseException:
         store.close()
         raise

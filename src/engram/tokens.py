@@ -31,6 +31,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
@@ -49,6 +50,15 @@ REPLY_PRIMING = 3
 
 #: Default safety margin for models whose tokenizer is not available here.
 DEFAULT_MARGIN = 0.15
+
+#: Longest run of blanks (whitespace other than ``\r``/``\n``) that tiktoken's
+#: regex sees in one go. Its regex engine (fancy-regex) runs out of backtracking
+#: stack on runs of roughly 700,000+ blanks and tiktoken then raises a Rust
+#: panic, a ``BaseException`` that ``except Exception`` does not catch. Longer
+#: runs are cut out as the one piece the regex would have produced (see
+#: :meth:`TiktokenCounter.count_text`) and byte-pair encoded on their own. Far
+#: below the failure point, far above anything but pathological input.
+MAX_BLANK_RUN = 100_000
 
 # Checked against the files before use: tiktoken's published hashes.
 _EXPECTED_SHA256 = {
@@ -83,6 +93,16 @@ _SPECIALS = {
     "o200k_base": {_ENDOFTEXT: 199999, "<|endofprompt|>": 200018},
 }
 _PATTERNS = {"cl100k_base": _CL100K_PATTERN, "o200k_base": _O200K_PATTERN}
+
+# Unicode White_Space (what ``\s`` matches in both patterns) minus \r and \n.
+# Spelled out because Python's str.isspace() disagrees with it (\x1c-\x1f).
+_BLANKS = "\t\x0b\x0c \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# A maximal run of blanks longer than MAX_BLANK_RUN. The lookbehind makes the
+# scan linear: attempts start only where a run starts.
+_LONG_BLANK_RUN = re.compile(f"(?<![{_BLANKS}])[{_BLANKS}]{{{MAX_BLANK_RUN + 1},}}")
+# Encodings whose pattern takes trailing whitespace with a possessive `\s++$`,
+# which handles any length: a long run at the very end needs no cutting there.
+_TRAILING_RUN_SAFE = frozenset({"cl100k_base"})
 
 # Model name prefixes, longest first wins. Dated snapshots ("gpt-4o-2024-08-06")
 # and fine-tunes ("ft:gpt-4o-mini:org::id") resolve through their prefix.
@@ -171,11 +191,43 @@ class TiktokenCounter:
 
     def count_text(self, text: str) -> int:
         """Exact token count of ``text`` (special-token strings count as plain text)."""
-        return len(self._encode(text)) if text else 0
+        if len(text) <= MAX_BLANK_RUN:
+            return len(self._encode(text)) if text else 0
+        return self._count_long(text)
+
+    def _count_long(self, text: str) -> int:
+        r"""Count text that may hold blank runs too long for tiktoken's regex.
+
+        Token counts add up over pieces of the pre-tokenizing regex, so the text
+        is cut where the regex always cuts. For a maximal run of blanks
+        ``text[start:end]`` not followed by a newline, both patterns make
+        ``text[start:end-1]`` one piece (``\s+(?!\S)`` leaves the last blank to
+        prefix the next word) or, at the very end of the text in ``o200k_base``,
+        ``text[start:end]``. Nothing before ``start`` reaches into the run (only
+        newlines are ever absorbed by a preceding piece) and the regex has no
+        lookbehind, so the text before and after encodes the same on its own.
+        A run followed by a newline is matched by ``\s*[\r\n]`` without trouble.
+        """
+        total = 0
+        done = 0
+        for run in _LONG_BLANK_RUN.finditer(text):
+            start, end = run.span()
+            if end < len(text):
+                if text[end] in "\r\n":
+                    continue
+                piece_end = end - 1
+            elif self.name in _TRAILING_RUN_SAFE:
+                continue
+            else:
+                piece_end = end
+            total += len(self._encode(text[done:start]))
+            total += len(self._encoding._encode_single_piece(text[start:piece_end]))
+            done = piece_end
+        return total + len(self._encode(text[done:]))
 
     def count_texts(self, texts: Sequence[str]) -> list[int]:
         """Counts of many texts at once, using tiktoken's threads for large batches."""
-        if len(texts) < 64:
+        if len(texts) < 64 or any(len(t) > MAX_BLANK_RUN for t in texts):
             return [self.count_text(t) for t in texts]
         return [len(ids) for ids in self._encoding.encode_ordinary_batch(list(texts))]
 
@@ -190,8 +242,14 @@ class ApproximateCounter:
 
     def __init__(self, margin: float | None = None, base: str = STORAGE_ENCODING):
         if margin is None:
-            margin = float(os.environ.get("ENGRAM_TOKEN_MARGIN", DEFAULT_MARGIN))
-        if not 0 <= margin <= 2:
+            raw = os.environ.get("ENGRAM_TOKEN_MARGIN", "").strip()
+            try:
+                margin = float(raw) if raw else DEFAULT_MARGIN
+            except ValueError:
+                raise ConfigError(
+                    f"ENGRAM_TOKEN_MARGIN must be a number between 0 and 2, got {raw!r}"
+                ) from None
+        if not 0 <= margin <= 2:  # also refuses NaN
             raise ConfigError(f"token margin must be between 0 and 2, got {margin}")
         self.margin = margin
         self.base = TiktokenCounter(base)

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
-from engram.engine import MAX_EXTENDED_CONTEXT
 from engram.errors import InvalidQuery, MessageNotFound, NotFound
+from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.models import JSON, Message
 from engram.tools.registry import ToolSession, register
 from engram.tools.schema import Length, Range

@@ -1,0 +1,6 @@
+"""Limits shared by several layers (the engine and the tools quote the same numbers)."""
+
+from __future__ import annotations
+
+#: Most messages ``Session.extended`` / ``get_extended_context`` return (seed 000).
+MAX_EXTENDED_CONTEXT = 50
