@@ -63,7 +63,7 @@ def fill(store: Store) -> None:
     store.save_state(
         "phoenix",
         "chat-1",
-        "agent",
+        "agent_state",
         {"facts": ["Rust 1.75"], "active_tasks": []},
         expected_version=0,
     )
@@ -96,7 +96,7 @@ def snapshot(store: Store) -> dict[str, Any]:
                 for m in store.page(scope, info.id, limit=1000)
             ]
             states = {}
-            for kind in ("compaction", "agent"):
+            for kind in ("compaction", "agent_state"):
                 state = store.load_state(scope, info.id, kind)
                 if state is not None:
                     states[kind] = state.data
@@ -200,7 +200,7 @@ class TestDocuments:
             rows = store.page("default", "user:agent:timestamp")
             assert rows[0].tokens == 5 and rows[1].tokens > 0  # missing count measured exactly
             assert rows[0].created_at == datetime.fromtimestamp(1708654321, tz=UTC)
-            agent = store.load_state("default", "user:agent:timestamp", "agent")
+            agent = store.load_state("default", "user:agent:timestamp", "agent_state")
             assert agent is not None and agent.data["facts"] == ["User prefers verbose output"]
             compaction = store.load_state("default", "user:agent:timestamp", "compaction")
             assert compaction is not None and compaction.data == {

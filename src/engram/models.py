@@ -33,12 +33,20 @@ class NewMessage:
     metadata: JSON = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Message:
     """A stored message. ``tokens`` is its exact chat-format size in the storage encoding.
 
     ``id`` is an integer unique across the whole database and increasing in
     insertion order, so ordering by id is the conversation order.
+
+    Read-only by contract: treat a ``Message`` as an immutable value (stores
+    hand out fresh objects and never look at them again, so changing one
+    changes nothing stored). It is not ``frozen`` because a frozen dataclass
+    sets each field through ``object.__setattr__``, which made building one
+    eight times slower, and stores build thousands per context. Equality is
+    the dataclass one (same class, equal fields); like before, a message is
+    not hashable (its ``metadata`` is a dict).
     """
 
     id: int

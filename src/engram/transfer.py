@@ -20,7 +20,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
+from engram.compaction.agentstate import AGENT_STATE_KIND
+from engram.compaction.state import STATE_KIND
 from engram.errors import ConfigError, CorruptedData, ImportFormatError
+from engram.exchanges import TOOL_CACHE_KIND
+from engram.memories.budget import PENDING_KIND
+from engram.memories.ending import LIFECYCLE_KIND
 from engram.models import JSON, Message, NewMessage, SessionInfo, StateRecord
 from engram.store.base import MAX_PAGE, Store
 from engram.store.jsondoc import (
@@ -33,8 +38,8 @@ from engram.store.jsondoc import (
 )
 from engram.tokens import count_message, storage_counter
 
-#: State kinds tried on stores that cannot list their states.
-KNOWN_STATE_KINDS = ("compaction", "agent", "exchanges", "tool_cache", "memories")
+#: State kinds tried on stores that cannot list their states: every kind Engram writes.
+KNOWN_STATE_KINDS = (STATE_KIND, AGENT_STATE_KIND, TOOL_CACHE_KIND, LIFECYCLE_KIND, PENDING_KIND)
 #: Messages read or written per batch while copying.
 BATCH = MAX_PAGE
 

@@ -89,7 +89,7 @@ class TestDocuments:
         store.save_state(
             "p",
             "user:agent:1",
-            "agent",
+            "agent_state",
             {"facts": ["User prefers verbose output"]},
             expected_version=0,
         )

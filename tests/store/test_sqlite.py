@@ -169,7 +169,7 @@ class TestMigrations:
         conn = raw(db_path)
         try:
             assert migrate(conn) == []
-            assert applied(conn) == ["m001_initial"]
+            assert applied(conn) == [m.__name__ for m in MIGRATIONS]
         finally:
             conn.close()
         with SQLiteStore(db_path) as store:
@@ -240,6 +240,35 @@ class TestFullTextIndex:
         store.delete_session("p", "gone")
         assert self.fts_count(store, "platypus") == 1
         self.integrity(store)
+
+    def test_batch_append_indexes_every_message(self, store: SQLiteStore) -> None:
+        stored = store.append("p", "s", [new(f"walrus number {i}") for i in range(300)], [1] * 300)
+        store.append("p", "other", [new("walrus alone")], [1])
+        assert self.fts_count(store, "walrus") == 301
+        hits = store.search("p", "walrus", session="s", limit=500)
+        assert sorted(h.message.id for h in hits) == [m.id for m in stored]
+        self.integrity(store)
+
+    def test_database_indexed_by_the_old_trigger_stays_searchable(self, db_path: Path) -> None:
+        conn = raw(db_path)
+        try:
+            migrate(conn, [m001_initial])  # written before m002: its trigger indexes inserts
+            conn.execute("INSERT INTO scopes(name, created_at) VALUES ('p', 'x')")
+            conn.execute(
+                "INSERT INTO sessions(scope_id, external_id, created_at, updated_at)"
+                " VALUES (1, 's', 'x', 'x')"
+            )
+            conn.execute(
+                "INSERT INTO messages(session_id, role, content, created_at, tokens)"
+                " VALUES (1, 'user', 'narwhal by trigger', ?, 1)",
+                (T0.isoformat(timespec="microseconds"),),
+            )
+        finally:
+            conn.close()
+        with SQLiteStore(db_path) as store:
+            store.append("p", "s", [new("narwhal by store"), new("narwhal again")], [1, 1])
+            assert len(store.search("p", "narwhal")) == 3
+            self.integrity(store)
 
     def test_update_trigger_keeps_index_in_step(self, store: SQLiteStore) -> None:
         (m,) = store.append("p", "s", [new("original wording")], [1])

@@ -9,8 +9,8 @@ Data model, whatever the backend:
 * **messages** are append-only, with integer ids unique across the whole
   store and increasing in insertion order; nothing but ``delete_session``
   (an explicit admin purge) removes one, and nothing rewrites one;
-* **state** documents (``kind`` = "compaction", "agent", "exchanges",
-  "tool_cache", ...) hang off a session and are saved by compare-and-set on
+* **state** documents (``kind`` = "compaction", "agent_state", "tool_cache",
+  "lifecycle", ...) hang off a session and are saved by compare-and-set on
   their version;
 * **memories** are short long-term records of a scope, with an audit trail;
 * **usage** rows record the LLM calls Engram itself made.

@@ -24,7 +24,7 @@ Engram keeps every message, so ``recent_history`` holds the whole history
 (seed 002 trimmed it after compaction; here the summary lives in the
 ``compaction`` state and nothing is dropped). ``states`` is authoritative; the
 seed's top-level agent fields (``facts``, ``active_tasks``...) and
-``long_term_summary`` are copies of the ``agent`` and ``compaction`` states,
+``long_term_summary`` are copies of the ``agent_state`` and ``compaction`` states,
 written for people and for seed-002 readers, and only read back when a
 document has no ``states`` at all (a file written by seed 002 itself).
 """
@@ -36,13 +36,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from engram.compaction.agentstate import AGENT_STATE_KIND
 from engram.errors import CorruptedData
 from engram.models import JSON, Message, SessionInfo, StateRecord
 
 FORMAT = "engram.session"
 FORMAT_VERSION = 1
 
-#: Seed 002 agent fields mirrored from the ``agent`` state, with their empty values.
+#: Seed 002 agent fields mirrored from the ``agent_state`` state, with their empty values.
 AGENT_FIELDS: dict[str, Any] = {
     "system_state": {"last_workspace": None, "preferences": {}},
     "facts": [],
@@ -160,7 +161,7 @@ def entry_state(kind: str, entry: Mapping[str, Any], *, where: str) -> StateReco
 def build_document(info: SessionInfo, messages: list[Message], states: list[StateRecord]) -> JSON:
     """The whole document for one session."""
     by_kind = {record.kind: record for record in states}
-    agent = by_kind["agent"].data if "agent" in by_kind else {}
+    agent = by_kind[AGENT_STATE_KIND].data if AGENT_STATE_KIND in by_kind else {}
     compaction = by_kind["compaction"].data if "compaction" in by_kind else {}
     summary = compaction.get("summary") or agent.get("long_term_summary") or ""
     doc: JSON = {
@@ -215,7 +216,7 @@ def document_info(doc: Mapping[str, Any], *, where: str) -> SessionInfo:
 def document_states(doc: Mapping[str, Any], *, where: str) -> list[StateRecord]:
     """The state records of a document.
 
-    A document without ``states`` (written by seed 002) yields an ``agent``
+    A document without ``states`` (written by seed 002) yields an ``agent_state``
     state built from its top-level fields and, if it has a summary, a
     ``compaction`` state holding it.
     """
@@ -228,7 +229,7 @@ def document_states(doc: Mapping[str, Any], *, where: str) -> list[StateRecord]:
     out = []
     agent = {name: doc[name] for name in AGENT_FIELDS if name in doc}
     if agent:
-        out.append(StateRecord(kind="agent", version=1, data=agent, updated_at=now))
+        out.append(StateRecord(kind=AGENT_STATE_KIND, version=1, data=agent, updated_at=now))
     summary = doc.get("long_term_summary")
     if isinstance(summary, str) and summary:
         out.append(

@@ -6,7 +6,9 @@ external_id)`` and carries its running totals (message and token counts,
 first and last message time), updated in the same transaction as every
 append. Messages are append-only rows with ``AUTOINCREMENT`` integer ids, so
 ids increase in insertion order and are never reused. An FTS5 external-content
-index over ``(content, name)`` is kept in step by triggers. State documents,
+index over ``(content, name)`` is written by ``append`` in the same transaction
+as the rows (one statement per append; an insert trigger made FTS5 flush once
+per row) and kept in step on delete and update by triggers. State documents,
 memories, the memory audit trail, LLM usage and background jobs have their
 own tables. Timestamps are fixed-width ISO-8601 UTC text, returned as aware
 UTC datetimes; naive datetimes given to the store are taken to be UTC.
@@ -78,13 +80,27 @@ _MSG = (
     "m.id, m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.created_at,"
     " m.metadata, m.tokens"
 )
+# INDEXED BY: with few sessions (or stale statistics) the planner prefers walking the
+# rowid range ``id < ?`` and filtering on the session, which reads other sessions'
+# rows; the (session_id, id) index keeps the cost proportional to the rows returned.
 _TAIL = (
-    f"SELECT {_MSG} FROM messages m WHERE m.session_id = ? AND m.id < ? ORDER BY m.id DESC LIMIT ?"
+    f"SELECT {_MSG} FROM messages m INDEXED BY messages_session_id"
+    " WHERE m.session_id = ? AND m.id < ? ORDER BY m.id DESC LIMIT ?"
 )
-_PAGE = f"SELECT {_MSG} FROM messages m WHERE m.session_id = ? AND m.id > ? ORDER BY m.id LIMIT ?"
+_PAGE = (
+    f"SELECT {_MSG} FROM messages m INDEXED BY messages_session_id"
+    " WHERE m.session_id = ? AND m.id > ? ORDER BY m.id LIMIT ?"
+)
 _INSERT_MESSAGE = (
     "INSERT INTO messages(session_id, created_at, role, content, name, tool_calls,"
     " tool_call_id, metadata, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# The index entries of new messages are written by the store, not by a trigger (see
+# sqlite_migrations.m002_index_inserts_explicitly): one statement per append.
+_INDEX_ONE = "INSERT INTO messages_fts(rowid, content, name) VALUES (?, ?, ?)"
+_INDEX_RANGE = (
+    "INSERT INTO messages_fts(rowid, content, name)"
+    " SELECT id, content, name FROM messages WHERE id BETWEEN ? AND ?"
 )
 _UPDATE_TOTALS = """UPDATE sessions SET
     message_count = message_count + ?1,
@@ -619,7 +635,6 @@ class SQLiteStore:
             max(stamps, default=None),
             _ts(_now()),
         )
-        ids: list[int] = []
         try:
             with self._write() as tx:
                 conn = tx.conn
@@ -630,10 +645,7 @@ class SQLiteStore:
                     self._sessions.pop(key, None)
                     pk = self._session_for_write(tx, scope, session, totals[-1])
                     conn.execute(_UPDATE_TOTALS, (*totals, pk))
-                for row in rows:
-                    lastrowid = conn.execute(_INSERT_MESSAGE, (pk, *row)).lastrowid
-                    assert lastrowid is not None
-                    ids.append(lastrowid)
+                ids = self._insert_messages(conn, pk, rows)
         except UnicodeEncodeError as exc:
             raise InvalidMessage(f"a message holds text that is not valid Unicode: {exc}") from exc
         return [
@@ -652,6 +664,31 @@ class SQLiteStore:
             )
             for mid, m, t in zip(ids, messages, tokens, strict=True)
         ]
+
+    @staticmethod
+    def _insert_messages(conn: sqlite3.Connection, pk: int, rows: list[tuple[Any, ...]]) -> list[int]:
+        """Insert the rows and their index entries; returns their ids, in order.
+
+        Inside the caller's write transaction (the write lock is held), so the
+        ``AUTOINCREMENT`` ids of one ``executemany`` are consecutive and end at
+        ``last_insert_rowid()``; the index statement checks it saw them all.
+        """
+        if len(rows) == 1:
+            row = rows[0]
+            mid = conn.execute(_INSERT_MESSAGE, (pk, *row)).lastrowid
+            assert mid is not None
+            conn.execute(_INDEX_ONE, (mid, row[2], row[3]))
+            return [mid]
+        conn.executemany(_INSERT_MESSAGE, [(pk, *row) for row in rows])
+        last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
+        first = last - len(rows) + 1
+        indexed = conn.execute(_INDEX_RANGE, (first, last)).rowcount
+        if indexed != len(rows):
+            raise StoreError(
+                f"append: {len(rows)} messages inserted but {indexed} found in ids "
+                f"{first}..{last}; nothing was written"
+            )
+        return list(range(first, last + 1))
 
     @staticmethod
     def _message_row(index: int, m: NewMessage, tokens: int) -> tuple[Any, ...]:
