@@ -4,7 +4,8 @@
   the row and its FTS5 entry in one transaction;
 * context: walk the newest rows of the session on the ``(session_id, id)``
   index, summing the stored counts until the budget is met, then return them
-  oldest first in OpenAI format;
+  oldest first in OpenAI format, with their ids (Engram reports which stored
+  messages went in);
 * search: FTS5 (porter stemming, BM25, snippets) restricted to the session,
   every term required first, then any term to fill up (Engram's semantics);
 
@@ -148,22 +149,26 @@ class Floor:
 
     # -- reading -----------------------------------------------------------------
 
-    def context(self, sid: int, budget: int) -> tuple[list[dict[str, str]], int]:
-        """Newest messages that fit ``budget`` (reply priming included), oldest first."""
+    def context(self, sid: int, budget: int) -> tuple[list[dict[str, str]], int, list[int]]:
+        """Newest messages that fit ``budget`` (reply priming included), oldest first.
+
+        Returns the messages, their total and their ids: Engram's context says
+        which stored messages went in, so the floor reads the ids too.
+        """
         total = REPLY_PRIMING
-        picked: list[tuple[str, str]] = []
+        picked: list[tuple[int, str, str]] = []
         cursor = self.conn.execute(
-            "SELECT role, content, tokens FROM messages WHERE session_id = ? ORDER BY id DESC",
+            "SELECT id, role, content, tokens FROM messages WHERE session_id = ? ORDER BY id DESC",
             (sid,),
         )
-        for role, content, tokens in cursor:
+        for mid, role, content, tokens in cursor:
             if total + tokens > budget:
                 break
             total += tokens
-            picked.append((role, content))
+            picked.append((mid, role, content))
         cursor.close()
         picked.reverse()
-        return [{"role": r, "content": c} for r, c in picked], total
+        return [{"role": r, "content": c} for _, r, c in picked], total, [i for i, _, _ in picked]
 
     def search(self, sid: int, query: str, limit: int = 10) -> list[tuple[int, str, float]]:
         """BM25 hits with snippets within the session: all terms first, then any term.

@@ -232,7 +232,13 @@ def markdown(results: dict[str, Any]) -> str:
                     parts.append(
                         f"{key}: "
                         + ", ".join(
-                            f"{t} {v['messages']} msgs/{v['tokens']} tok" for t, v in row.items()
+                            f"{t} {v['messages']} msgs/{v['tokens']} tok"
+                            + (
+                                " (same messages and ids as the floor)"
+                                if v.get("same_messages")
+                                else ""
+                            )
+                            for t, v in row.items()
                         )
                     )
                 else:

@@ -56,8 +56,11 @@ from engram.tokens import (
 
 #: ``budget - reserve`` below this cannot hold a prompt at all.
 MIN_BUDGET = 16
-#: Rows asked of the reader first; each further read doubles, up to MAX_CHUNK.
-FIRST_CHUNK = 32
+#: Rows asked of the reader first (about a 3K-token window of ordinary messages);
+#: later reads are sized from the average message seen so far, or double.
+#: Small on purpose: a row read and not used costs about as much as a sixth of a
+#: read call, so reading a few rows too few is cheaper than many too many.
+FIRST_CHUNK = 16
 MAX_CHUNK = 512
 MIN_CHUNK = 2
 #: Messages scanned back looking for the newest user message before giving up.
@@ -677,11 +680,13 @@ def build_context(
     plain = costing.plain
 
     def estimate() -> int | None:
-        # Rows the window may still take, from the average size seen so far.
+        # Rows the window may still take, from the average size seen so far, plus a
+        # few: one more small read when it falls short costs less than reading a
+        # wide margin of rows that are then thrown away.
         if not count:
             return None
         room = min(remaining, max_tokens - window_tokens)
-        rows = int(room * count / max(window_tokens, 1) * 1.25) + 2
+        rows = int(room * count / max(window_tokens, 1) * 1.03) + 4
         return min(rows, max_messages - count + 1)
 
     cursor.estimate = estimate
@@ -766,7 +771,13 @@ def build_context(
                 viewed_ids.append(m.id)
             messages.append(out)
     else:
-        messages += [m.to_openai() for m in older]
+        # Message.to_openai inlined for plain messages: this runs once per message.
+        messages += [
+            m.to_openai()
+            if m.name or m.tool_calls or m.tool_call_id
+            else {"role": m.role, "content": m.content}
+            for m in older
+        ]
     for shown in turn:
         m = shown.message
         out = m.to_openai()

@@ -53,7 +53,7 @@ DEFAULT_MARGIN = 0.15
 
 #: Longest run of blanks (whitespace other than ``\r``/``\n``) that tiktoken's
 #: regex sees in one go. Its regex engine (fancy-regex) runs out of backtracking
-#: stack on runs of roughly 700,000+ blanks and tiktoken then raises a Rust
+#: stack on runs of 700,000 to 1,000,000 blanks and tiktoken then raises a Rust
 #: panic, a ``BaseException`` that ``except Exception`` does not catch. Longer
 #: runs are cut out as the one piece the regex would have produced (see
 #: :meth:`TiktokenCounter.count_text`) and byte-pair encoded on their own. Far
@@ -328,9 +328,7 @@ def count_messages(counter: TokenCounter, messages: Iterable[Mapping[str, Any]])
     for message in messages:
         content = message.get("content") or ""
         if not isinstance(content, str):  # multi-part content: count its text parts
-            content = "".join(
-                part.get("text", "") for part in content if isinstance(part, Mapping)
-            )
+            content = "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
         total += count_message(
             counter,
             message["role"],

@@ -80,15 +80,24 @@ _MSG = (
     "m.id, m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.created_at,"
     " m.metadata, m.tokens"
 )
+# The history reads (tail, page) fetch the four rarely set columns as one value: NULL
+# for a plain message, else a JSON array of them. Each column costs the sqlite3
+# module a conversion per row, and these reads return hundreds of rows per context.
+_MSG_HOT = (
+    "m.id, m.role, m.content, m.tokens, m.created_at,"
+    " CASE WHEN m.name IS NULL AND m.tool_calls IS NULL AND m.tool_call_id IS NULL"
+    " AND m.metadata IS NULL THEN NULL"
+    " ELSE json_array(m.name, json(m.tool_calls), m.tool_call_id, json(m.metadata)) END"
+)
 # INDEXED BY: with few sessions (or stale statistics) the planner prefers walking the
 # rowid range ``id < ?`` and filtering on the session, which reads other sessions'
 # rows; the (session_id, id) index keeps the cost proportional to the rows returned.
 _TAIL = (
-    f"SELECT {_MSG} FROM messages m INDEXED BY messages_session_id"
+    f"SELECT {_MSG_HOT} FROM messages m INDEXED BY messages_session_id"
     " WHERE m.session_id = ? AND m.id < ? ORDER BY m.id DESC LIMIT ?"
 )
 _PAGE = (
-    f"SELECT {_MSG} FROM messages m INDEXED BY messages_session_id"
+    f"SELECT {_MSG_HOT} FROM messages m INDEXED BY messages_session_id"
     " WHERE m.session_id = ? AND m.id > ? ORDER BY m.id LIMIT ?"
 )
 _INSERT_MESSAGE = (
@@ -180,6 +189,46 @@ def _message(scope: str, session: str, row: Sequence[Any]) -> Message:
         json.loads(tool_calls) if tool_calls is not None else None,
         tool_call_id,
         json.loads(metadata) if metadata else {},
+    )
+
+
+def _messages(scope: str, session: str, rows: Sequence[Sequence[Any]]) -> list[Message]:
+    """Messages of one session from ``_MSG_HOT`` rows: the context builder's hot path."""
+    parse, make = _parse_ts, Message
+    return [
+        make(mid, scope, session, role, content, parse(created_at), tokens, None, None, None, {})
+        if extra is None
+        else _message_extra(scope, session, mid, role, content, tokens, created_at, extra)
+        for mid, role, content, tokens, created_at, extra in rows
+    ]
+
+
+def _message_extra(
+    scope: str,
+    session: str,
+    mid: int,
+    role: str,
+    content: str,
+    tokens: int,
+    created_at: str,
+    extra: str,
+) -> Message:
+    try:
+        name, tool_calls, tool_call_id, metadata = json.loads(extra)
+    except ValueError as exc:
+        raise CorruptedData(f"message {mid} has unreadable fields: {exc}") from exc
+    return Message(
+        mid,
+        scope,
+        session,
+        role,
+        content,
+        _parse_ts(created_at),
+        tokens,
+        name,
+        tool_calls,
+        tool_call_id,
+        metadata if metadata is not None else {},
     )
 
 
@@ -666,7 +715,9 @@ class SQLiteStore:
         ]
 
     @staticmethod
-    def _insert_messages(conn: sqlite3.Connection, pk: int, rows: list[tuple[Any, ...]]) -> list[int]:
+    def _insert_messages(
+        conn: sqlite3.Connection, pk: int, rows: list[tuple[Any, ...]]
+    ) -> list[int]:
         """Insert the rows and their index entries; returns their ids, in order.
 
         Inside the caller's write transaction (the write lock is held), so the
@@ -730,7 +781,7 @@ class SQLiteStore:
         before = _MAX_ID if before_id is None else before_id
         rows = self._session_rows(self._conn(), scope, session, _TAIL, (before, limit))
         rows.reverse()
-        return [_message(scope, session, row) for row in rows]
+        return _messages(scope, session, rows)
 
     @_guarded
     def page(
@@ -742,7 +793,7 @@ class SQLiteStore:
             return []
         after = 0 if after_id is None else after_id
         rows = self._session_rows(self._conn(), scope, session, _PAGE, (after, limit))
-        return [_message(scope, session, row) for row in rows]
+        return _messages(scope, session, rows)
 
     @_guarded
     def get_message(self, scope: str, message_id: int) -> Message | None:

@@ -1,0 +1,734 @@
+"""Issue 3's benchmark: the token savings curve of every preset, and the cost of planning.
+
+Usage::
+
+    python -m benchmarks.savings                 # 2,000 turns, every preset
+    python -m benchmarks.savings --quick         # 300 turns
+    python -m benchmarks.savings --turns 500 --presets summary_buffer,exchanges
+
+One synthetic conversation (seeded, so every run and every preset sees the
+same text) is replayed through each preset, each in a fresh SQLite database.
+A turn is::
+
+    user question  ->  [assistant tool call + tool result]  ->  context()  ->  answer
+
+so one prompt is built per turn, right before the final answer (after the
+turn's tool call, when it has one). The ``exchanges`` preset is driven through
+seed 004's exchange API (``begin`` / ``add_agent_message`` / ``finalize``, tool
+results cached for 3 exchanges), the others through ``Session.add``.
+
+Compaction runs with the offline summarizer (no model here). Each preset keeps
+its own timing mode: ``summary_buffer`` compacts synchronously inside
+``context()`` (seed 001); the others schedule it in the background, and the
+benchmark calls ``Engram.wait_idle()`` right after ``context()`` and after
+the answer, so a scheduled compaction commits before the next message is
+stored. That keeps every run deterministic while measuring the real default
+path (a turn that schedules a compaction sends the previous summary and the
+window, as a live app would).
+
+Measured per turn: tokens sent (``Context.tokens``, system prompt and every
+section included) against the naive prompt that sends the whole history
+(system prompt + every stored message + reply priming, exact o200k counts);
+whether a compaction committed, was pending or degraded; the wall time of
+``context()``; and the pure planner (``plan_compaction`` over the rows after
+the watermark, as ``context()`` calls it), timed outside ``context()`` on the
+same inputs. Budgets are each preset's ``default_budget`` with reserve 0.
+
+Results: ``benchmarks/results/savings.json`` (curves as columns),
+``savings.md`` (tables) and ``savings.png`` (log-scale curves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import engram
+from engram.compaction.planner import plan_compaction, rows_from_messages
+from engram.compaction.runner import plan_state, section_tokens, unfolded
+from engram.engine import PREREAD_ROWS, has_triggers
+from engram.policy import PRESETS, Policy, get_policy
+from engram.tokens import REPLY_PRIMING, count_message, storage_counter
+
+ROOT = Path(__file__).resolve().parent
+RESULTS = ROOT / "results"
+#: Version of the conversation generator: bump when the text changes.
+GENERATOR_VERSION = 1
+DEFAULT_TURNS = 2_000
+QUICK_TURNS = 300
+SEED = 3_2024
+PRESET_ORDER = ("default", "lean", "full_recall", "summary_buffer", "agent_state", "exchanges")
+#: Calls of the pure planner per turn; the turn's figure is their median.
+PLAN_REPEATS = 5
+#: Tool results stay cached this many exchanges (``exchanges`` preset).
+CACHE_EXCHANGES = 3
+BASE_TIME = datetime(2024, 3, 4, 9, 0, tzinfo=UTC)
+SCOPE = "savings"
+SESSION = "conversation"
+
+SYSTEM_PROMPT = (
+    "You are Atlas, the engineering assistant of the Phoenix team. Answer precisely, "
+    "cite the documents you rely on, and say when you are unsure. Keep answers short "
+    "unless the user asks for detail. You can call search_docs(query) to read the "
+    "team's documentation and run_query(sql) to read the analytics database."
+)
+
+# ----------------------------------------------------------------- the conversation
+
+_WORDS = (
+    "the service deploy build cache index query latency memory queue worker retry timeout "
+    "release branch review test coverage schema migration table column user account billing "
+    "invoice report dashboard metric alert incident rollback config secret token session "
+    "request response endpoint client server cluster node region backup restore snapshot "
+    "error warning log trace span budget estimate sprint ticket owner team customer feature "
+    "flag experiment result baseline regression throughput capacity storage disk network "
+    "packet load balancer proxy gateway route handler job scheduler cron pipeline stage "
+    "artifact image container volume replica primary shard partition key value document "
+    "field record batch stream event topic consumer producer offset lag checkpoint "
+    "and or but so because when while after before during then also still only just "
+    "is are was were be been has have had will would should could can may might must "
+    "we you they it this that these those our your their its some many few more most "
+    "new old large small fast slow stable flaky safe risky simple clear careful quick "
+    "check update move split merge fix add remove keep send read write open close run "
+    "start stop wait watch measure compare plan ship ask answer explain describe"
+).split()
+_PROJECTS = ("Phoenix", "Atlas", "Orion", "Nimbus", "Helios", "Vega")
+_PEOPLE = ("Maria Lopez", "Kenji Sato", "Amara Okafor", "Lukas Weber", "Priya Nair")
+_TECH = ("PostgreSQL", "Redis", "FastAPI", "Kafka", "SQLite", "Terraform", "Grafana")
+_PREFS = (
+    "concise answers",
+    "bullet points",
+    "dark mode",
+    "answers in English",
+    "a formal tone",
+    "tables for comparisons",
+)
+_TOOLS = ("search_docs", "run_query")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStep:
+    """One assistant tool call and its result."""
+
+    call_id: str
+    name: str
+    parameters: dict[str, Any]
+    result: str
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One user question, an optional tool step, and the final answer."""
+
+    index: int
+    question: str
+    tool: ToolStep | None
+    answer: str
+    asked_at: datetime
+    answered_at: datetime
+
+
+def _sentence(rng: random.Random, low: int, high: int) -> str:
+    words = [rng.choice(_WORDS) for _ in range(rng.randint(low, high))]
+    return words[0].capitalize() + " " + " ".join(words[1:]) + "."
+
+
+def _text(rng: random.Random, words: int) -> str:
+    out: list[str] = []
+    count = 0
+    while count < words:
+        sentence = _sentence(rng, 6, 18)
+        out.append(sentence)
+        count += sentence.count(" ") + 1
+    return " ".join(out)
+
+
+def _fact(rng: random.Random, turn: int) -> str:
+    """A sentence the important-data extractor has rules for."""
+    kind = rng.randrange(6)
+    project, person, tech = rng.choice(_PROJECTS), rng.choice(_PEOPLE), rng.choice(_TECH)
+    if kind == 0:
+        return f"I prefer {rng.choice(_PREFS)}."
+    if kind == 1:
+        return f"We decided to use {tech} for the {project} {rng.choice(_WORDS)} service."
+    if kind == 2:
+        return f"Remember that {person} owns the {project} release on port {5000 + turn % 997}."
+    if kind == 3:
+        return f"See https://docs.example.com/{project.lower()}/{rng.choice(_WORDS)}-{turn}."
+    if kind == 4:
+        return f"The key finding is that {tech} {rng.choice(_WORDS)} latency dropped {turn % 90}%."
+    return f"The sections are Overview, {project} Setup, Operations and Appendix."
+
+
+def conversation(turns: int, *, seed: int = SEED) -> list[Turn]:
+    """The synthetic conversation: same ``turns`` and ``seed``, same text, byte for byte.
+
+    Questions are 8-60 words; answers short (20-60 words, 45%), medium
+    (60-130, 35%) or long (130-420 words, 20%: well over seed 004's 750 bytes);
+    12% of turns call a tool (a 40-160 word result); about one message in six
+    states a preference, decision, fact, URL or document structure. Time
+    advances 30 s to 20 min per turn, with a new day every ~60 turns.
+    """
+    rng = random.Random(seed)
+    out: list[Turn] = []
+    now = BASE_TIME
+    for index in range(turns):
+        question = _text(rng, rng.randint(8, 60))
+        if rng.random() < 0.18:
+            question = f"{question} {_fact(rng, index)}"
+        roll = rng.random()
+        if roll < 0.45:
+            size = rng.randint(20, 60)
+        elif roll < 0.80:
+            size = rng.randint(60, 130)
+        else:
+            size = rng.randint(130, 420)
+        answer = _text(rng, size)
+        if rng.random() < 0.15:
+            answer = f"{_fact(rng, index)} {answer}"
+        tool = None
+        if rng.random() < 0.12:
+            name = rng.choice(_TOOLS)
+            params: dict[str, Any] = (
+                {"query": f"{rng.choice(_PROJECTS)} {rng.choice(_WORDS)}"}
+                if name == "search_docs"
+                else {"sql": f"select count(*) from {rng.choice(_WORDS)}s"}
+            )
+            tool = ToolStep(f"call_{index}", name, params, _text(rng, rng.randint(40, 160)))
+        asked = now
+        answered = asked + timedelta(seconds=rng.randint(2, 40))
+        out.append(Turn(index, question, tool, answer, asked, answered))
+        step = rng.randint(30, 1200)
+        if rng.random() < 1 / 60:
+            step += 86_400
+        now = answered + timedelta(seconds=step)
+    return out
+
+
+# ----------------------------------------------------------------- statistics
+
+
+def _percentile(values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (None for no values)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))
+    return ordered[index]
+
+
+def _dist(values: Sequence[float], digits: int = 3) -> dict[str, Any]:
+    """Median, p95, max and count of timings (same unit as given)."""
+    if not values:
+        return {"n": 0, "median": None, "p95": None, "max": None}
+    p95 = _percentile(values, 0.95)
+    return {
+        "n": len(values),
+        "median": round(statistics.median(values), digits),
+        "p95": round(p95, digits) if p95 is not None else None,
+        "max": round(max(values), digits),
+    }
+
+
+# ----------------------------------------------------------------- one preset
+
+
+@dataclass
+class _Curve:
+    """Per-turn columns of one preset."""
+
+    sent: list[int]
+    history: list[int]
+    prompt_messages: list[int]
+    compacted: list[int]
+    pending: list[int]
+    degraded: list[int]
+    summary_version: list[int]
+    context_ms: list[float]
+    plan_us: list[float | None]
+    folds: list[int]  # 1 when context() saw a compaction due (sync ran it or it was scheduled)
+    fixed: list[int]  # system prompt + sections (memories, important data, summary, cache...)
+
+    @classmethod
+    def empty(cls) -> _Curve:
+        return cls([], [], [], [], [], [], [], [], [], [], [])
+
+
+def _leading_sections(messages: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Tokens of the prompt's leading system messages, by section title ("system": the prompt)."""
+    out: dict[str, int] = {}
+    for message in messages:
+        if message.get("role") != "system":
+            break
+        text = str(message.get("content") or "")
+        title = text[1 : text.index("]")] if text.startswith("[") and "]" in text else "system"
+        # section_tokens is cached by text: the engine counted these same strings to plan.
+        out[title] = out.get(title, 0) + section_tokens(text)
+    return out
+
+
+def _naive_system_tokens() -> int:
+    return int(count_message(storage_counter(), "system", SYSTEM_PROMPT))
+
+
+def run_preset(
+    name: str,
+    turns: Sequence[Turn],
+    workdir: Path,
+    *,
+    llm: Any = None,
+    plan_repeats: int = PLAN_REPEATS,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Replay ``turns`` through preset ``name`` in a fresh SQLite database under ``workdir``."""
+    policy: Policy = get_policy(name)
+    budget, reserve = policy.default_budget, policy.default_reserve
+    db = workdir / f"{name}{'-llm' if llm is not None else ''}.db"
+    mem = engram.open(f"sqlite:///{db}", llm=llm)
+    curve = _Curve.empty()
+    system_tokens = _naive_system_tokens()
+    extra = section_tokens(SYSTEM_PROMPT)
+    triggers = has_triggers(policy)
+    use_exchanges = policy.max_exchanges is not None
+    history = system_tokens + REPLY_PRIMING
+    violations = 0
+    phase = {"store": 0.0, "context": 0.0, "wait": 0.0, "planner_probe": 0.0}
+    started = time.perf_counter()
+    try:
+        session = mem.session(SESSION, scope=SCOPE, policy=name)
+        ex = session.exchanges
+        compactions_seen = 0
+        for turn in turns:
+            t0 = time.perf_counter()
+            if use_exchanges:
+                stored = [ex.begin(turn.question, created_at=turn.asked_at)]
+            else:
+                stored = [session.add("user", turn.question, created_at=turn.asked_at)]
+            if turn.tool is not None:
+                call = {
+                    "id": turn.tool.call_id,
+                    "type": "function",
+                    "function": {
+                        "name": turn.tool.name,
+                        "arguments": json.dumps(turn.tool.parameters, sort_keys=True),
+                    },
+                }
+                if use_exchanges:
+                    stored.append(ex.add_agent_message("assistant", None, tool_calls=[call]))
+                    stored.append(
+                        ex.add_agent_message("tool", turn.tool.result, tool_call_id=call["id"])
+                    )
+                    ex.cache_tool(
+                        turn.tool.name,
+                        turn.tool.parameters,
+                        turn.tool.result,
+                        CACHE_EXCHANGES,
+                        call_id=call["id"],
+                    )
+                else:
+                    stored.extend(
+                        session.add_many(
+                            [
+                                {
+                                    "role": "assistant",
+                                    "content": None,
+                                    "tool_calls": [call],
+                                    "created_at": turn.asked_at,
+                                },
+                                {
+                                    "role": "tool",
+                                    "content": turn.tool.result,
+                                    "tool_call_id": call["id"],
+                                    "created_at": turn.asked_at,
+                                },
+                            ]
+                        )
+                    )
+            history += sum(m.tokens for m in stored)
+            t1 = time.perf_counter()
+            phase["store"] += t1 - t0
+
+            # The pure planner on exactly what context() is about to plan over.
+            plan_us: float | None = None
+            due = False
+            if triggers:
+                state = session.compaction_state()
+                rows, complete = unfolded(
+                    mem.store, SCOPE, SESSION, state.watermark, max_rows=PREREAD_ROWS
+                )
+                planning_rows = rows_from_messages(rows)
+                pstate = plan_state(state, extra_tokens=extra)
+                samples = []
+                plan = None
+                for _ in range(plan_repeats):
+                    p0 = time.perf_counter_ns()
+                    plan = plan_compaction(policy, planning_rows, pstate)
+                    samples.append((time.perf_counter_ns() - p0) / 1000)
+                plan_us = statistics.median(samples)
+                due = plan is not None or not complete
+            t2 = time.perf_counter()
+            phase["planner_probe"] += t2 - t1
+
+            c0 = time.perf_counter()
+            ctx = session.context(system=SYSTEM_PROMPT)
+            context_s = time.perf_counter() - c0
+            phase["context"] += context_s
+            w0 = time.perf_counter()
+            mem.wait_idle()
+            phase["wait"] += time.perf_counter() - w0
+
+            if ctx.tokens > budget - reserve:
+                violations += 1
+            curve.sent.append(ctx.tokens)
+            curve.history.append(history)
+            curve.prompt_messages.append(len(ctx.messages))
+            curve.pending.append(int(ctx.pending_compaction))
+            curve.degraded.append(int(ctx.degraded is not None))
+            curve.context_ms.append(round(context_s * 1000, 4))
+            curve.plan_us.append(round(plan_us, 2) if plan_us is not None else None)
+            curve.folds.append(int(due))
+            composition = _leading_sections(ctx.messages)
+            curve.fixed.append(sum(composition.values()))
+
+            a0 = time.perf_counter()
+            if use_exchanges:
+                answer = ex.finalize(turn.answer)
+            else:
+                answer = session.add("assistant", turn.answer, created_at=turn.answered_at)
+            history += answer.tokens
+            phase["store"] += time.perf_counter() - a0
+            w1 = time.perf_counter()
+            mem.wait_idle()
+            phase["wait"] += time.perf_counter() - w1
+
+            final = session.compaction_state() if triggers else None
+            compactions = final.compactions if final is not None else 0
+            curve.compacted.append(compactions - compactions_seen)
+            compactions_seen = compactions
+            curve.summary_version.append(final.summary_version if final is not None else 0)
+            if progress is not None and (turn.index + 1) % 500 == 0:
+                progress(f"  {name}: {turn.index + 1}/{len(turns)} turns")
+        state = session.compaction_state()
+        stats = session.stats()
+    finally:
+        mem.close()
+    elapsed = time.perf_counter() - started
+
+    total_sent = sum(curve.sent)
+    total_naive = sum(curve.history)
+    quiet = [i for i, fold in enumerate(curve.folds) if not fold]
+    quiet_context = [curve.context_ms[i] for i in quiet]
+    quiet_plan = [p for i in quiet if (p := curve.plan_us[i]) is not None]
+    all_plan = [p for p in curve.plan_us if p is not None]
+    over_budget = [i for i, h in enumerate(curve.history) if h > budget - reserve]
+    return {
+        "preset": name,
+        "policy": policy.to_dict(),
+        "budget": budget,
+        "reserve": reserve,
+        "summarizer": state.summarizer if triggers else None,
+        "turns": len(turns),
+        "stored_messages": stats["total_messages"],
+        "stored_tokens": stats["stored_tokens"],
+        "totals": {
+            "tokens_sent": total_sent,
+            "naive_tokens": total_naive,
+            "savings_pct": round(100 * (1 - total_sent / total_naive), 2) if total_naive else 0,
+            "mean_sent_per_turn": round(total_sent / len(turns), 1) if turns else 0,
+            "max_sent": max(curve.sent, default=0),
+            "final_sent": curve.sent[-1] if curve.sent else 0,
+            "final_history": curve.history[-1] if curve.history else 0,
+            "first_turn_over_budget": over_budget[0] if over_budget else None,
+            "final_sections": composition if turns else {},
+            "final_window_tokens": curve.sent[-1] - curve.fixed[-1] if curve.sent else 0,
+        },
+        "compaction": {
+            "compactions": state.compactions,
+            "summary_version": state.summary_version,
+            "messages_summarized": state.messages_summarized_count,
+            "summary_bytes": len(state.summary.encode("utf-8")),
+            "compressions": state.compressions,
+            "llm_failures": state.llm_failures,
+            "turns_due": sum(curve.folds),
+            "turns_with_compaction": sum(1 for c in curve.compacted if c),
+            "turns_pending": sum(curve.pending),
+            "turns_degraded": sum(curve.degraded),
+        },
+        "invariant_1_violations": violations,
+        "timing": {
+            "context_ms_all": _dist(curve.context_ms),
+            "context_ms_no_fold": _dist(quiet_context),
+            "planner_us_all": _dist(all_plan, 2),
+            "planner_us_no_fold": _dist(quiet_plan, 2),
+            "seconds_total": round(elapsed, 2),
+            "ms_per_turn": round(1000 * elapsed / len(turns), 3) if turns else 0,
+            "seconds_by_phase": {k: round(v, 2) for k, v in phase.items()},
+        },
+        "curve": {
+            "sent": curve.sent,
+            "history": curve.history,
+            "sections": curve.fixed,
+            "prompt_messages": curve.prompt_messages,
+            "compacted": curve.compacted,
+            "pending": curve.pending,
+            "due": curve.folds,
+            "degraded": curve.degraded,
+            "summary_version": curve.summary_version,
+            "context_ms": curve.context_ms,
+            "planner_us": curve.plan_us,
+        },
+    }
+
+
+# ----------------------------------------------------------------- the whole run
+
+
+def run(
+    turns: int = DEFAULT_TURNS,
+    presets: Sequence[str] = PRESET_ORDER,
+    *,
+    seed: int = SEED,
+    workdir: Path | None = None,
+    plan_repeats: int = PLAN_REPEATS,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Replay the conversation through each preset; return the JSON-ready results."""
+    unknown = [p for p in presets if p not in PRESETS]
+    if unknown:
+        raise SystemExit(f"unknown preset(s) {unknown}; presets: {', '.join(PRESETS)}")
+    convo = conversation(turns, seed=seed)
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="engram-savings-", dir=workdir) as tmp:
+        for name in presets:
+            if progress is not None:
+                progress(f"{name}: {turns} turns")
+            results[name] = run_preset(
+                name, convo, Path(tmp), plan_repeats=plan_repeats, progress=progress
+            )
+            if progress is not None:
+                r = results[name]
+                progress(
+                    f"  {name}: savings {r['totals']['savings_pct']}%, "
+                    f"{r['compaction']['compactions']} compactions, "
+                    f"{r['timing']['seconds_total']} s"
+                )
+    return {
+        "benchmark": "savings",
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "method": {
+            "turns": turns,
+            "seed": seed,
+            "generator_version": GENERATOR_VERSION,
+            "system_prompt_tokens": _naive_system_tokens(),
+            "turn": "user question -> [tool call + result, 12% of turns] -> context() -> answer",
+            "budget": "each preset's default_budget, reserve 0",
+            "naive": "system prompt + every stored message + reply priming (o200k_base, exact)",
+            "compaction": (
+                "offline summarizer; summary_buffer compacts synchronously in context() "
+                "(its preset), the others in the background, with Engram.wait_idle() after "
+                "context() and after the answer so every run is deterministic"
+            ),
+            "planner": (
+                f"plan_compaction over the rows after the watermark, as context() calls it, "
+                f"timed outside context(): median of {plan_repeats} calls per turn"
+            ),
+            "no_fold": "turns where no compaction was due before context()",
+            "exchanges": "driven through Session.exchanges; tool results cached 3 exchanges",
+        },
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+        },
+        "presets": results,
+    }
+
+
+def write_json(results: dict[str, Any], path: Path) -> None:
+    """Write the results (curves as compact columns)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, separators=(",", ":"), sort_keys=False) + "\n")
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _us(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The tables of ``savings.md``."""
+    method = results["method"]
+    lines = [
+        "# Savings curve (issue 3)",
+        "",
+        f"{method['turns']} turns, seed {method['seed']}, generated "
+        f"{results['created_at']} on {results['machine']['platform']} "
+        f"({results['machine']['cpus']} CPUs, Python {results['machine']['python']}).",
+        "Command: `python -m benchmarks.savings"
+        + ("" if method["turns"] == DEFAULT_TURNS else f" --turns {method['turns']}")
+        + "`.",
+        "",
+        f"- Turn: {method['turn']}.",
+        f"- Budget: {method['budget']}; system prompt {method['system_prompt_tokens']} tokens.",
+        f"- Naive prompt: {method['naive']}.",
+        f"- Compaction: {method['compaction']}.",
+        f"- Planner: {method['planner']}; 'no fold' = {method['no_fold']}.",
+        "",
+        "## Tokens",
+        "",
+        "| preset | budget | tokens sent | naive (whole history) | savings | mean/turn | max/turn "
+        "| final history | compactions | summary v | inv. 1 violations |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, r in results["presets"].items():
+        t, c = r["totals"], r["compaction"]
+        lines.append(
+            f"| {name} | {r['budget']:,} | {t['tokens_sent']:,} | {t['naive_tokens']:,} | "
+            f"{t['savings_pct']:.1f}% | {t['mean_sent_per_turn']:,.0f} | {t['max_sent']:,} | "
+            f"{t['final_history']:,} | {c['compactions']} | {c['summary_version']} | "
+            f"{r['invariant_1_violations']} |"
+        )
+    lines += [
+        "",
+        "## Time",
+        "",
+        "Planner in microseconds, `context()` in milliseconds; target: planning under "
+        "1 ms median when nothing is folded.",
+        "",
+        "| preset | planner no-fold median / p95 (us) | planner all turns median / p95 | "
+        "context() no-fold median / p95 (ms) | context() all median / p95 | no-fold turns "
+        "| ms per turn | total s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, r in results["presets"].items():
+        tm = r["timing"]
+        pq, pa = tm["planner_us_no_fold"], tm["planner_us_all"]
+        cq, ca = tm["context_ms_no_fold"], tm["context_ms_all"]
+        lines.append(
+            f"| {name} | {_us(pq['median'])} / {_us(pq['p95'])} | "
+            f"{_us(pa['median'])} / {_us(pa['p95'])} | {_ms(cq['median'])} / {_ms(cq['p95'])} | "
+            f"{_ms(ca['median'])} / {_ms(ca['p95'])} | {cq['n']} | {tm['ms_per_turn']:.2f} | "
+            f"{tm['seconds_total']:.1f} |"
+        )
+    lines += [
+        "",
+        "Presets without triggers (`default`, `lean`) never plan: `context()` reads no "
+        "compaction state for them.",
+        "",
+        "## Where the time goes (seconds)",
+        "",
+        "| preset | store (add / exchanges) | planner probe (benchmark only) | context() "
+        "| wait_idle (background compaction) |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for name, r in results["presets"].items():
+        ph = r["timing"]["seconds_by_phase"]
+        lines.append(
+            f"| {name} | {ph['store']:.2f} | {ph['planner_probe']:.2f} | {ph['context']:.2f} | "
+            f"{ph['wait']:.2f} |"
+        )
+    lines += ["", "![savings curve](savings.png)", ""]
+    return "\n".join(lines)
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    """Tokens sent per turn (one line per preset) and the whole history, log y-axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    presets = results["presets"]
+    fig, (ax, cum) = plt.subplots(
+        1, 2, figsize=(15, 6.5), gridspec_kw={"width_ratios": [3, 2]}, constrained_layout=True
+    )
+    first = next(iter(presets.values()))
+    x = range(1, len(first["curve"]["history"]) + 1)
+    ax.plot(
+        x,
+        first["curve"]["history"],
+        color="black",
+        linestyle="--",
+        linewidth=2,
+        label="whole history (naive prompt)",
+    )
+    colors = plt.get_cmap("tab10")
+    for i, (name, r) in enumerate(presets.items()):
+        label = f"{name} (budget {r['budget']:,}; saves {r['totals']['savings_pct']:.1f}%)"
+        ax.plot(x, r["curve"]["sent"], color=colors(i), linewidth=1.3, label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("turn")
+    ax.set_ylabel("tokens sent in the prompt (log scale)")
+    ax.set_title(f"Tokens sent per turn, {len(x):,}-turn synthetic conversation")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=9)
+
+    naive_cum = _cumulative(first["curve"]["history"])
+    cum.plot(x, naive_cum, color="black", linestyle="--", linewidth=2, label="whole history")
+    for i, (name, r) in enumerate(presets.items()):
+        cum.plot(x, _cumulative(r["curve"]["sent"]), color=colors(i), linewidth=1.3, label=name)
+    cum.set_yscale("log")
+    cum.set_xlabel("turn")
+    cum.set_ylabel("cumulative tokens sent (log scale)")
+    cum.set_title("Cumulative tokens sent")
+    cum.grid(True, which="both", alpha=0.3)
+    cum.legend(loc="lower right", fontsize=9)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _cumulative(values: Sequence[int]) -> list[int]:
+    total, out = 0, []
+    for v in values:
+        total += v
+        out.append(total)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.savings",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--turns", type=int, default=None, help=f"default {DEFAULT_TURNS}")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_TURNS} turns")
+    parser.add_argument("--presets", default=",".join(PRESET_ORDER))
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--out", type=Path, default=RESULTS, help="results directory")
+    parser.add_argument("--no-plot", action="store_true")
+    args = parser.parse_args(argv)
+    turns = args.turns or (QUICK_TURNS if args.quick else DEFAULT_TURNS)
+    presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    results = run(turns, presets, seed=args.seed, progress=say)
+    write_json(results, args.out / "savings.json")
+    (args.out / "savings.md").write_text(markdown(results))
+    if not args.no_plot:
+        plot(results, args.out / "savings.png")
+    print(markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
