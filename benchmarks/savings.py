@@ -45,6 +45,7 @@ import json
 import os
 import platform
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -59,7 +60,9 @@ import engram
 from engram.compaction.planner import plan_compaction, rows_from_messages
 from engram.compaction.runner import plan_state, section_tokens, unfolded
 from engram.engine import PREREAD_ROWS, has_triggers
+from engram.llm.client import LLMClient
 from engram.policy import PRESETS, Policy, get_policy
+from engram.testing import FakeLLMServer, RecordedRequest
 from engram.tokens import REPLY_PRIMING, count_message, storage_counter
 
 ROOT = Path(__file__).resolve().parent
@@ -75,6 +78,8 @@ PLAN_REPEATS = 5
 #: Tool results stay cached this many exchanges (``exchanges`` preset).
 CACHE_EXCHANGES = 3
 BASE_TIME = datetime(2024, 3, 4, 9, 0, tzinfo=UTC)
+#: Results key of the optional run of ``summary_buffer`` with a (fake) model summarizing.
+FAKE_LLM_LABEL = "summary_buffer+fake_llm"
 SCOPE = "savings"
 SESSION = "conversation"
 
@@ -288,14 +293,20 @@ def run_preset(
     turns: Sequence[Turn],
     workdir: Path,
     *,
-    llm: Any = None,
+    llm: LLMClient | None = None,
+    label: str | None = None,
     plan_repeats: int = PLAN_REPEATS,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Replay ``turns`` through preset ``name`` in a fresh SQLite database under ``workdir``."""
+    """Replay ``turns`` through preset ``name`` in a fresh SQLite database under ``workdir``.
+
+    ``llm`` (default: none) is the model that writes summaries; ``label`` names
+    the run in the results (default: the preset name).
+    """
     policy: Policy = get_policy(name)
+    label = label or name
     budget, reserve = policy.default_budget, policy.default_reserve
-    db = workdir / f"{name}{'-llm' if llm is not None else ''}.db"
+    db = workdir / f"{label}.db"
     mem = engram.open(f"sqlite:///{db}", llm=llm)
     curve = _Curve.empty()
     system_tokens = _naive_system_tokens()
@@ -305,6 +316,7 @@ def run_preset(
     history = system_tokens + REPLY_PRIMING
     violations = 0
     phase = {"store": 0.0, "context": 0.0, "wait": 0.0, "planner_probe": 0.0}
+    composition: dict[str, int] = {}
     started = time.perf_counter()
     try:
         session = mem.session(SESSION, scope=SCOPE, policy=name)
@@ -419,7 +431,7 @@ def run_preset(
             compactions_seen = compactions
             curve.summary_version.append(final.summary_version if final is not None else 0)
             if progress is not None and (turn.index + 1) % 500 == 0:
-                progress(f"  {name}: {turn.index + 1}/{len(turns)} turns")
+                progress(f"  {label}: {turn.index + 1}/{len(turns)} turns")
         state = session.compaction_state()
         stats = session.stats()
     finally:
@@ -435,6 +447,7 @@ def run_preset(
     over_budget = [i for i, h in enumerate(curve.history) if h > budget - reserve]
     return {
         "preset": name,
+        "label": label,
         "policy": policy.to_dict(),
         "budget": budget,
         "reserve": reserve,
@@ -451,7 +464,7 @@ def run_preset(
             "final_sent": curve.sent[-1] if curve.sent else 0,
             "final_history": curve.history[-1] if curve.history else 0,
             "first_turn_over_budget": over_budget[0] if over_budget else None,
-            "final_sections": composition if turns else {},
+            "final_sections": composition,
             "final_window_tokens": curve.sent[-1] - curve.fixed[-1] if curve.sent else 0,
         },
         "compaction": {
@@ -502,9 +515,15 @@ def run(
     seed: int = SEED,
     workdir: Path | None = None,
     plan_repeats: int = PLAN_REPEATS,
+    fake_llm: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Replay the conversation through each preset; return the JSON-ready results."""
+    """Replay the conversation through each preset; return the JSON-ready results.
+
+    With ``fake_llm``, ``summary_buffer`` runs once more with a model writing
+    the summaries and important data: a :class:`~engram.testing.FakeLLMServer`
+    on 127.0.0.1 answering deterministically (results key :data:`FAKE_LLM_LABEL`).
+    """
     unknown = [p for p in presets if p not in PRESETS]
     if unknown:
         raise SystemExit(f"unknown preset(s) {unknown}; presets: {', '.join(PRESETS)}")
@@ -517,13 +536,14 @@ def run(
             results[name] = run_preset(
                 name, convo, Path(tmp), plan_repeats=plan_repeats, progress=progress
             )
+            _report(results[name], progress)
+        if fake_llm:
             if progress is not None:
-                r = results[name]
-                progress(
-                    f"  {name}: savings {r['totals']['savings_pct']}%, "
-                    f"{r['compaction']['compactions']} compactions, "
-                    f"{r['timing']['seconds_total']} s"
-                )
+                progress(f"{FAKE_LLM_LABEL}: {turns} turns")
+            results[FAKE_LLM_LABEL] = run_with_fake_llm(
+                convo, Path(tmp), plan_repeats=plan_repeats, progress=progress
+            )
+            _report(results[FAKE_LLM_LABEL], progress)
     return {
         "benchmark": "savings",
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -554,6 +574,74 @@ def run(
         },
         "presets": results,
     }
+
+
+def _report(r: dict[str, Any], progress: Callable[[str], None] | None) -> None:
+    if progress is not None:
+        progress(
+            f"  {r['label']}: savings {r['totals']['savings_pct']}%, "
+            f"{r['compaction']['compactions']} compactions, {r['timing']['seconds_total']} s"
+        )
+
+
+_TARGET = re.compile(r"Word count target: (\d+)-(\d+) words")
+_PREVIOUS = "Previous summary (if exists):"
+_NEW = "New messages to incorporate:"
+_TAIL = "Create an updated summary"
+
+
+def fake_llm_answer(request: RecordedRequest) -> str:
+    """A deterministic stand-in model: summaries of the asked length, small JSON facts.
+
+    Summary requests (seed 001's prompt) get the low end of the word target,
+    half from the previous summary and half from the new messages; extraction
+    requests (JSON mode) get one fact: the transcript's first ten words.
+    """
+    body = request.body or {}
+    text = "\n".join(str(m.get("content") or "") for m in request.messages)
+    if body.get("response_format"):
+        transcript = str(request.messages[-1].get("content") or "") if request.messages else ""
+        return json.dumps({"important_facts": [" ".join(transcript.split()[:10])]})
+    match = _TARGET.search(text)
+    low = int(match.group(1)) if match else 100
+    previous, _, new = text.partition(_NEW)
+    previous = previous.partition(_PREVIOUS)[2]
+    new = new.partition(_TAIL)[0]
+    old_words = [] if previous.strip() == "None" else previous.split()
+    new_words = new.split()
+    keep_old = min(len(old_words), low // 2)
+    words = old_words[:keep_old] + new_words[: low - keep_old]
+    return " ".join(words) or "Nothing to summarize."
+
+
+def run_with_fake_llm(
+    turns: Sequence[Turn],
+    workdir: Path,
+    *,
+    plan_repeats: int = PLAN_REPEATS,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """``summary_buffer`` with summaries written by a model over HTTP (a local fake)."""
+    with FakeLLMServer(default=fake_llm_answer) as server:
+        client = LLMClient("fake-model", base_url=server.base_url, api_key="bench", timeout=30)
+        try:
+            result = run_preset(
+                "summary_buffer",
+                turns,
+                workdir,
+                llm=client,
+                label=FAKE_LLM_LABEL,
+                plan_repeats=plan_repeats,
+                progress=progress,
+            )
+        finally:
+            client.close()
+        purposes: dict[str, int] = {}
+        for request in server.requests:
+            kind = "important_data" if (request.body or {}).get("response_format") else "summary"
+            purposes[kind] = purposes.get(kind, 0) + 1
+    result["llm"] = {"requests": len(server.requests), "by_purpose": purposes}
+    return result
 
 
 def write_json(results: dict[str, Any], path: Path) -> None:
@@ -714,6 +802,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--out", type=Path, default=RESULTS, help="results directory")
     parser.add_argument("--no-plot", action="store_true")
+    parser.add_argument(
+        "--fake-llm",
+        action="store_true",
+        help="also run summary_buffer with a local fake model writing the summaries",
+    )
     args = parser.parse_args(argv)
     turns = args.turns or (QUICK_TURNS if args.quick else DEFAULT_TURNS)
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
@@ -721,7 +814,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    results = run(turns, presets, seed=args.seed, progress=say)
+    results = run(turns, presets, seed=args.seed, fake_llm=args.fake_llm, progress=say)
     write_json(results, args.out / "savings.json")
     (args.out / "savings.md").write_text(markdown(results))
     if not args.no_plot:

@@ -11,41 +11,65 @@ for the model to recall anything it no longer sees::
 """
 
 from engram import tools
-from engram.context import Context
-from engram.engine import Engram, Session, open
+from engram.compaction.runner import CompactionResult
+from engram.context import Context, Section
+from engram.engine import FROM_ENV, Engram, Session, open
 from engram.errors import (
     ConfigError,
+    CorruptedData,
+    DateParseError,
     EngramError,
+    ImportFormatError,
     InvalidMessage,
     InvalidQuery,
+    LLMError,
+    MemoryNotFound,
     MessageNotFound,
     NotFound,
+    SessionNotFound,
     StoreError,
 )
-from engram.models import Message, MemoryRecord, SearchHit, SessionInfo
-from engram.policy import Policy, get_policy
+from engram.llm import LLMClient
+from engram.memories import Memories
+from engram.models import MemoryRecord, Message, SearchHit, SessionInfo
+from engram.policy import PRESETS, Policy, get_policy
 from engram.store import Store, open_store
+from engram.tokens import TokenCounter, counter_for_model
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "FROM_ENV",
+    "PRESETS",
+    "CompactionResult",
     "ConfigError",
     "Context",
+    "CorruptedData",
+    "DateParseError",
     "Engram",
     "EngramError",
+    "ImportFormatError",
     "InvalidMessage",
     "InvalidQuery",
+    "LLMClient",
+    "LLMError",
+    "Memories",
+    "MemoryNotFound",
     "MemoryRecord",
     "Message",
     "MessageNotFound",
     "NotFound",
     "Policy",
     "SearchHit",
+    "Section",
     "Session",
     "SessionInfo",
+    "SessionNotFound",
     "Store",
     "StoreError",
+    "TokenCounter",
     "__version__",
+    "counter_for_model",
     "get_policy",
     "open",
     "open_store",
