@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 
 #: Version of the generator: bump when text or layout changes (invalidates cached DBs).
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 MAIN_SCOPE = "bench"
 MAIN_SESSION = "main"
 APPEND_SESSION = "append-bench"
@@ -40,10 +40,16 @@ WORDS_BASE = 158
 WORDS_SPREAD = 40
 BASE_TIME = datetime(2024, 1, 1, tzinfo=UTC)
 
-#: Search queries: a rare word (~0.06% of messages), a common one (~1.2%), and two
-#: words that rarely meet (the LIKE scan then reads the whole session).
+#: The rare search word: taken out of the vocabulary (with every word containing it,
+#: so LIKE's substring match agrees with FTS), then put into one message in
+#: RARE_EVERY, chosen by a hash of the message number: about 20 hits in a
+#: 100K-message session, 200 in a 1M-message database, usually none at 1K.
+RARE_WORD = "piston"
+RARE_EVERY = 5_000
+#: Search queries: the rare word, a common one (~1.2% of messages), and two words
+#: that rarely meet (the LIKE scan then reads the whole session).
 QUERIES = {
-    "rare": "piston",
+    "rare": RARE_WORD,
     "common": "decision",
     "two_words": "pricing decision",
 }
@@ -130,7 +136,7 @@ def _vocabulary() -> tuple[str, ...]:
             raw = enc.decode_single_token_bytes(rank)
         except KeyError:
             continue
-        if pattern.fullmatch(raw):
+        if pattern.fullmatch(raw) and RARE_WORD.encode() not in raw:
             words.append(raw[1:].decode())
     return tuple(words)
 
@@ -145,6 +151,14 @@ def word_pool(seed: int, size: int = POOL_WORDS) -> tuple[str, ...]:
     # Sentence ends and commas: about one word in twelve.
     marks = rng.choices([".", ",", "", "?"], weights=[5, 4, 90, 1], k=size)
     return tuple(w + m if m else w for w, m in zip(pool, marks, strict=True))
+
+
+def _mix(n: int, seed: int) -> int:
+    """A well-spread 64-bit hash of a message number (splitmix64's finalizer)."""
+    h = (n + seed * 0x632BE59BD9B4E019 + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    h = ((h ^ (h >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    h = ((h ^ (h >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return h ^ (h >> 31)
 
 
 class TextSource:
@@ -166,6 +180,8 @@ class TextSource:
             h = (h * 6364136223846793005 + 1442695040888963407) & 0xFFFFFFFFFFFFFFFF
             start = (h >> 11) % self.span
             parts.append(" ".join(pool[start : start + third]))
+        if _mix(n, self.seed) % RARE_EVERY == 0:
+            parts[1] = RARE_WORD + " " + parts[1]
         text = ". ".join(parts)
         return text[0].upper() + text[1:] + "."
 

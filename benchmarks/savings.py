@@ -5,6 +5,7 @@ Usage::
     python -m benchmarks.savings                 # 2,000 turns, every preset
     python -m benchmarks.savings --quick         # 300 turns
     python -m benchmarks.savings --turns 500 --presets summary_buffer,exchanges
+    python -m benchmarks.savings --no-fake-llm   # skip summary_buffer with a (fake) model
 
 One synthetic conversation (seeded, so every run and every preset sees the
 same text) is replayed through each preset, each in a fresh SQLite database.
@@ -33,6 +34,11 @@ whether a compaction committed, was pending or degraded; the wall time of
 ``context()``; and the pure planner (``plan_compaction`` over the rows after
 the watermark, as ``context()`` calls it), timed outside ``context()`` on the
 same inputs. Budgets are each preset's ``default_budget`` with reserve 0.
+
+``summary_buffer`` also runs with a model writing the summaries: a local
+:class:`~engram.testing.FakeLLMServer` that answers deterministically (its
+"extraction" picks out the generator's fact sentences and URLs), so that row
+measures Engram's LLM path and loopback HTTP, not a model's latency.
 
 Results: ``benchmarks/results/savings.json`` (curves as columns),
 ``savings.md`` (tables) and ``savings.png`` (log-scale curves).
@@ -263,12 +269,13 @@ class _Curve:
     summary_version: list[int]
     context_ms: list[float]
     plan_us: list[float | None]
+    planning_us: list[float | None]  # rows_from_messages + plan_state + plan_compaction
     folds: list[int]  # 1 when context() saw a compaction due (sync ran it or it was scheduled)
     fixed: list[int]  # system prompt + sections (memories, important data, summary, cache...)
 
     @classmethod
     def empty(cls) -> _Curve:
-        return cls([], [], [], [], [], [], [], [], [], [], [])
+        return cls([], [], [], [], [], [], [], [], [], [], [], [])
 
 
 def _leading_sections(messages: Sequence[dict[str, Any]]) -> dict[str, int]:
@@ -374,6 +381,7 @@ def run_preset(
 
             # The pure planner on exactly what context() is about to plan over.
             plan_us: float | None = None
+            planning_us: float | None = None
             due = False
             if triggers:
                 state = session.compaction_state()
@@ -389,6 +397,15 @@ def run_preset(
                     plan = plan_compaction(policy, planning_rows, pstate)
                     samples.append((time.perf_counter_ns() - p0) / 1000)
                 plan_us = statistics.median(samples)
+                # What context() pays to plan: Row conversion and plan state as well.
+                samples = []
+                for _ in range(plan_repeats):
+                    p0 = time.perf_counter_ns()
+                    plan_compaction(
+                        policy, rows_from_messages(rows), plan_state(state, extra_tokens=extra)
+                    )
+                    samples.append((time.perf_counter_ns() - p0) / 1000)
+                planning_us = statistics.median(samples)
                 due = plan is not None or not complete
             t2 = time.perf_counter()
             phase["planner_probe"] += t2 - t1
@@ -410,6 +427,7 @@ def run_preset(
             curve.degraded.append(int(ctx.degraded is not None))
             curve.context_ms.append(round(context_s * 1000, 4))
             curve.plan_us.append(round(plan_us, 2) if plan_us is not None else None)
+            curve.planning_us.append(round(planning_us, 2) if planning_us is not None else None)
             curve.folds.append(int(due))
             composition = _leading_sections(ctx.messages)
             curve.fixed.append(sum(composition.values()))
@@ -444,6 +462,7 @@ def run_preset(
     quiet_context = [curve.context_ms[i] for i in quiet]
     quiet_plan = [p for i in quiet if (p := curve.plan_us[i]) is not None]
     all_plan = [p for p in curve.plan_us if p is not None]
+    quiet_planning = [p for i in quiet if (p := curve.planning_us[i]) is not None]
     over_budget = [i for i, h in enumerate(curve.history) if h > budget - reserve]
     return {
         "preset": name,
@@ -485,6 +504,7 @@ def run_preset(
             "context_ms_no_fold": _dist(quiet_context),
             "planner_us_all": _dist(all_plan, 2),
             "planner_us_no_fold": _dist(quiet_plan, 2),
+            "planning_with_rows_us_no_fold": _dist(quiet_planning, 2),
             "seconds_total": round(elapsed, 2),
             "ms_per_turn": round(1000 * elapsed / len(turns), 3) if turns else 0,
             "seconds_by_phase": {k: round(v, 2) for k, v in phase.items()},
@@ -501,6 +521,7 @@ def run_preset(
             "summary_version": curve.summary_version,
             "context_ms": curve.context_ms,
             "planner_us": curve.plan_us,
+            "planning_with_rows_us": curve.planning_us,
         },
     }
 
@@ -588,6 +609,9 @@ _TARGET = re.compile(r"Word count target: (\d+)-(\d+) words")
 _PREVIOUS = "Previous summary (if exists):"
 _NEW = "New messages to incorporate:"
 _TAIL = "Create an updated summary"
+#: What the stand-in model "extracts": the generator's fact sentences and its URLs.
+_FACTS = re.compile(r"(?:Remember that|We decided|I prefer|The key finding is)[^.]*\.")
+_URLS = re.compile(r"https://[^\s]+[^\s.]")
 
 
 def fake_llm_answer(request: RecordedRequest) -> str:
@@ -595,13 +619,19 @@ def fake_llm_answer(request: RecordedRequest) -> str:
 
     Summary requests (seed 001's prompt) get the low end of the word target,
     half from the previous summary and half from the new messages; extraction
-    requests (JSON mode) get one fact: the transcript's first ten words.
+    requests (JSON mode) get the generator's fact sentences and URLs found in
+    the transcript (at most three of each), as a model would pick them out.
     """
     body = request.body or {}
     text = "\n".join(str(m.get("content") or "") for m in request.messages)
     if body.get("response_format"):
         transcript = str(request.messages[-1].get("content") or "") if request.messages else ""
-        return json.dumps({"important_facts": [" ".join(transcript.split()[:10])]})
+        return json.dumps(
+            {
+                "important_facts": _FACTS.findall(transcript)[:3],
+                "source_urls": _URLS.findall(transcript)[:3],
+            }
+        )
     match = _TARGET.search(text)
     low = int(match.group(1)) if match else 100
     previous, _, new = text.partition(_NEW)
@@ -699,24 +729,28 @@ def markdown(results: dict[str, Any]) -> str:
         "1 ms median when nothing is folded.",
         "",
         "| preset | planner no-fold median / p95 (us) | planner all turns median / p95 | "
+        "planner + Row conversion no-fold median / p95 (us) | "
         "context() no-fold median / p95 (ms) | context() all median / p95 | no-fold turns "
         "| ms per turn | total s |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, r in results["presets"].items():
         tm = r["timing"]
         pq, pa = tm["planner_us_no_fold"], tm["planner_us_all"]
+        pr = tm["planning_with_rows_us_no_fold"]
         cq, ca = tm["context_ms_no_fold"], tm["context_ms_all"]
         lines.append(
             f"| {name} | {_us(pq['median'])} / {_us(pq['p95'])} | "
-            f"{_us(pa['median'])} / {_us(pa['p95'])} | {_ms(cq['median'])} / {_ms(cq['p95'])} | "
+            f"{_us(pa['median'])} / {_us(pa['p95'])} | {_us(pr['median'])} / {_us(pr['p95'])} | "
+            f"{_ms(cq['median'])} / {_ms(cq['p95'])} | "
             f"{_ms(ca['median'])} / {_ms(ca['p95'])} | {cq['n']} | {tm['ms_per_turn']:.2f} | "
             f"{tm['seconds_total']:.1f} |"
         )
     lines += [
         "",
         "Presets without triggers (`default`, `lean`) never plan: `context()` reads no "
-        "compaction state for them.",
+        "compaction state for them. 'Planner + Row conversion' adds what `context()` also "
+        "pays to plan: `rows_from_messages` and `plan_state` over the same rows.",
         "",
         "## Where the time goes (seconds)",
         "",
@@ -730,6 +764,33 @@ def markdown(results: dict[str, Any]) -> str:
             f"| {name} | {ph['store']:.2f} | {ph['planner_probe']:.2f} | {ph['context']:.2f} | "
             f"{ph['wait']:.2f} |"
         )
+    lines += [
+        "",
+        "## The prompt at the last turn",
+        "",
+        "Tokens of each part of the last prompt: the system prompt, the sections (long-term "
+        "memories, important data, summary, cached tool results, agent state) and the window "
+        "of recent messages; 'turns compacting' counts turns on which a compaction committed.",
+        "",
+        "| preset | sections (tokens) | window | total | turns compacting | summarizer |",
+        "| --- | --- | ---: | ---: | ---: | --- |",
+    ]
+    for name, r in results["presets"].items():
+        t = r["totals"]
+        parts = ", ".join(f"{title.lower()} {n:,}" for title, n in t["final_sections"].items())
+        lines.append(
+            f"| {name} | {parts or '-'} | {t['final_window_tokens']:,} | {t['final_sent']:,} | "
+            f"{r['compaction']['turns_with_compaction']} | {r['summarizer'] or '-'} |"
+        )
+    llm_runs = {name: r["llm"] for name, r in results["presets"].items() if "llm" in r}
+    for name, llm in llm_runs.items():
+        lines += [
+            "",
+            f"`{name}`: summaries and important data written by a model over HTTP (a local "
+            f"`FakeLLMServer` answering deterministically, so the time is Engram's plus "
+            f"loopback HTTP, not a model's): {llm['requests']} requests "
+            f"({', '.join(f'{k} {v}' for k, v in llm['by_purpose'].items())}).",
+        ]
     lines += ["", "![savings curve](savings.png)", ""]
     return "\n".join(lines)
 
@@ -764,7 +825,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("tokens sent in the prompt (log scale)")
     ax.set_title(f"Tokens sent per turn, {len(x):,}-turn synthetic conversation")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=9)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=9)
 
     naive_cum = _cumulative(first["curve"]["history"])
     cum.plot(x, naive_cum, color="black", linestyle="--", linewidth=2, label="whole history")
@@ -775,7 +836,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
     cum.set_ylabel("cumulative tokens sent (log scale)")
     cum.set_title("Cumulative tokens sent")
     cum.grid(True, which="both", alpha=0.3)
-    cum.legend(loc="lower right", fontsize=9)
+    cum.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize=9)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -803,9 +864,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help="results directory")
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument(
-        "--fake-llm",
+        "--no-fake-llm",
         action="store_true",
-        help="also run summary_buffer with a local fake model writing the summaries",
+        help="skip the extra summary_buffer run with a local fake model writing the summaries",
     )
     args = parser.parse_args(argv)
     turns = args.turns or (QUICK_TURNS if args.quick else DEFAULT_TURNS)
@@ -814,7 +875,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    results = run(turns, presets, seed=args.seed, fake_llm=args.fake_llm, progress=say)
+    fake_llm = not args.no_fake_llm and "summary_buffer" in presets
+    results = run(turns, presets, seed=args.seed, fake_llm=fake_llm, progress=say)
     write_json(results, args.out / "savings.json")
     (args.out / "savings.md").write_text(markdown(results))
     if not args.no_plot:

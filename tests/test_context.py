@@ -9,6 +9,7 @@ import pytest
 
 from engram import tokens
 from engram.context import (
+    FIRST_CHUNK,
     MIN_BUDGET,
     Context,
     Section,
@@ -484,7 +485,7 @@ class TestReading:
         ctx = build_context(reader, budget=100_000)
         assert ctx.message_ids == [m.id for m in history]
         limits = [limit for limit, _ in reader.calls]
-        assert limits[0] == 32
+        assert limits[0] == FIRST_CHUNK
         assert max(limits) == 512  # the estimate is large, reads are capped
         assert len(limits) <= 8
 

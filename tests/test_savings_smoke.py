@@ -82,3 +82,18 @@ def test_plot_writes_a_png(results: dict[str, Any], tmp_path: Path) -> None:
     path = tmp_path / "savings.png"
     savings.plot(results, path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_summary_buffer_with_a_fake_model(tmp_path: Path) -> None:
+    turns = savings.conversation(40)
+    r = savings.run_with_fake_llm(turns, tmp_path, plan_repeats=1)
+    assert r["label"] == savings.FAKE_LLM_LABEL
+    assert r["summarizer"] == "llm:fake-model"
+    assert r["compaction"]["compactions"] > 0
+    assert r["compaction"]["llm_failures"] == 0 and r["compaction"]["turns_degraded"] == 0
+    # Two calls per compaction: the summary and the important data.
+    assert r["llm"]["by_purpose"] == {
+        "summary": r["compaction"]["compactions"],
+        "important_data": r["compaction"]["compactions"],
+    }
+    assert r["invariant_1_violations"] == 0

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from engram.cli.migrate import migrate
+from engram.compaction.state import parse_state
 from engram.errors import ConfigError, ImportFormatError, SessionNotFound
 from engram.models import NewMessage
 from engram.store import Store, open_store
@@ -204,7 +205,10 @@ class TestDocuments:
             assert agent is not None and agent.data["facts"] == ["User prefers verbose output"]
             compaction = store.load_state("default", "user:agent:timestamp", "compaction")
             assert compaction is not None and compaction.data == {
-                "summary": "User requested file creation."
+                "summary": "User requested file creation.",
+                "summary_version": 1,
+                "watermark": 0,
+                "origin": "imported",
             }
         finally:
             store.close()
@@ -243,3 +247,33 @@ def test_migrate_command(tmp_path: Path) -> None:
         dst.close()
     same = CliRunner().invoke(migrate, ["--from", src_url, "--to", src_url])
     assert same.exit_code == 2
+
+
+class TestSeed002Documents:
+    def test_summary_and_system_state_survive_import_and_export(self, tmp_path: Path) -> None:
+        doc = {
+            "session_id": "user:agent:1",
+            "system_state": {"last_workspace": "/home/u/p", "preferences": {"verbose": True}},
+            "facts": ["User prefers verbose output"],
+            "recent_history": [
+                {"timestamp": 1708654321, "role": "user", "content": "Create a file"},
+            ],
+            "long_term_summary": "User requested file creation earlier.",
+            "last_known_environment": {"workspace": "/home/u/p", "last_update": 1708654321},
+        }
+        store = open_store(f"sqlite:///{tmp_path}/a.db")
+        try:
+            import_document(store, doc)
+            state = store.load_state("default", "user:agent:1", "compaction")
+            assert state is not None
+            parsed = parse_state(state.data)
+            assert parsed.reset_reason is None  # imported summary is a valid state
+            assert parsed.summary == "User requested file creation earlier."
+            again = export_session(store, "default", "user:agent:1")
+            assert again["long_term_summary"] == "User requested file creation earlier."
+            assert again["system_state"] == {
+                "last_workspace": "/home/u/p",
+                "preferences": {"verbose": True},
+            }
+        finally:
+            store.close()

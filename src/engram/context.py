@@ -693,29 +693,40 @@ def build_context(
     reason = None
     while True:
         buf = cursor.buf
-        if plain and not spill and buf and buf[-1].role != "tool":
-            m = buf[-1]
-            cost = m.tokens
-            if (
-                count >= max_messages
-                or window_tokens + cost > max_tokens
-                or exchanges >= max_exchanges
-            ):
-                reason = OLDER_THAN_WINDOW
+        if plain and not spill and buf:
+            # Plain messages straight from the buffer, newest first, with no calls;
+            # the taken ones are cut off the buffer once, at the end of the run.
+            end = len(buf)
+            i = end
+            while i:
+                m = buf[i - 1]
+                if m.role == "tool":
+                    break
+                cost = m.tokens
+                if (
+                    count >= max_messages
+                    or window_tokens + cost > max_tokens
+                    or exchanges >= max_exchanges
+                ):
+                    reason = OLDER_THAN_WINDOW
+                    break
+                if cost > remaining:
+                    reason = OVER_BUDGET
+                    break
+                i -= 1
+                older.append(m)
+                remaining -= cost
+                window_tokens += cost
+                count += 1
+                if m.role == "user":
+                    exchanges += 1
+                elif m.tool_calls:
+                    has_tools = True
+            if i != end:
+                del buf[i:]
+            if reason is not None:
                 break
-            if cost > remaining:
-                reason = OVER_BUDGET
-                break
-            buf.pop()
-            older.append(m)
-            remaining -= cost
-            window_tokens += cost
-            count += 1
-            if m.role == "user":
-                exchanges += 1
-            elif m.tool_calls:
-                has_tools = True
-            continue
+            # Here the buffer is used up or starts with a tool group: _next_unit.
         unit = spill.pop() if spill else _next_unit(cursor, costing)
         if unit is None:
             break
@@ -856,6 +867,7 @@ def _truncate_system(costing: _Costing, text: str, allowance: int) -> tuple[str 
 
 
 __all__ = [
+    "FIRST_CHUNK",
     "MAX_CHUNK",
     "MIN_BUDGET",
     "Context",

@@ -31,7 +31,6 @@ from engram.compaction.answers import answer_view, needs_view
 from engram.compaction.background import BackgroundCompactor
 from engram.compaction.planner import plan_compaction, rows_from_messages
 from engram.compaction.runner import (
-    MEMORIES_TITLE,
     UNREADABLE,
     CompactionResult,
     compact_session,
@@ -50,6 +49,7 @@ from engram.exchanges import Exchanges, cache_section, load_exchange_state, visi
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.llm.client import LLMClient
 from engram.memories import DEFAULT_CAP, Memories, MemoryBudget, MemoryMetrics, MemoryWorker
+from engram.memories import SECTION_TITLE as MEMORIES_SECTION_TITLE
 from engram.memories import Outcome as MemoryOutcome
 from engram.memories import end_session as end_memory_session
 from engram.models import Message, NewMessage, SearchHit, SessionInfo
@@ -227,7 +227,7 @@ class Engram:
     def memories_section(self, scope: str) -> Section | None:
         """The scope's long-term memories as a prompt section, or None when it has none."""
         text = self.memories_text(scope)
-        return Section(MEMORIES_TITLE, text) if text and text.strip() else None
+        return Section(MEMORIES_SECTION_TITLE, text) if text and text.strip() else None
 
     # -- long-term memories (seed 003) ----------------------------------------------
 

@@ -41,6 +41,8 @@ def check_id(kind: str, value: object) -> str:
 
 
 def _check_utf8(what: str, text: str) -> int:
+    if text.isascii():  # O(1) in CPython; ASCII text is its own UTF-8, and most text is
+        return len(text)
     try:
         return len(text.encode("utf-8"))
     except UnicodeEncodeError as exc:
@@ -156,7 +158,7 @@ def build_message(
         raise InvalidMessage(
             f"{role} message content is {size} bytes; the limit is {MAX_CONTENT_BYTES}"
         )
-    if not text.strip() and not calls:
+    if (not text or text.isspace()) and not calls:  # blank; isspace() stops at a letter
         raise InvalidMessage(f"{role} message content is empty")
     if name is not None:
         if not isinstance(name, str) or not NAME_PATTERN.match(name):

@@ -80,7 +80,7 @@ class TestSeedScenarios:
         )
         assert ctx.messages[0]["content"] == "You are a scheduling assistant."
         block = ctx.messages[1]["content"]
-        assert block.startswith("[Memories]\n(memories for app: calendar)\n")
+        assert block.startswith("[LONG-TERM MEMORIES]\n(memories for app: calendar)\n")
         assert "1. [Created: " in block and "User prefers meetings after 2pm" in block
         assert ctx.sections == [SECTION_TITLE]
         # Counted in the budget: the reported size is the exact size of what is sent.

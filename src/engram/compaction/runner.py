@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 #: one cycle's memory and model input stay bounded.
 MAX_PLAN_ROWS = 10_000
 #: Section titles, in seed 001's prompt order (memories come from the caller).
-MEMORIES_TITLE = "LONG-TERM MEMORIES"
 IMPORTANT_TITLE = "IMPORTANT DATA FROM PREVIOUS CONVERSATIONS"
 SUMMARY_TITLE = "CONVERSATION SUMMARY"
 #: Version returned when the stored state cannot even be read (no CAS possible).

@@ -93,6 +93,10 @@ def fresh_state() -> CompactionState:
     return CompactionState()
 
 
+#: ``origin`` of a state imported from a seed 002 document (its summary has watermark 0).
+IMPORTED = "imported"
+
+
 def parse_state(data: Any) -> CompactionState:
     """Read a stored document; a corrupted one gives a fresh state and a warning.
 
@@ -124,7 +128,9 @@ def _parse(data: Any) -> CompactionState:
     watermark = _count(data, "watermark")
     if version == 0 and (summary or watermark):
         raise _Corrupt("summary or watermark present with summary_version 0")
-    if version > 0 and watermark == 0:
+    # A summary with watermark 0 covers history older than anything stored here:
+    # only legal for an imported seed 002 ``long_term_summary``.
+    if version > 0 and watermark == 0 and data.get("origin") != IMPORTED:
         raise _Corrupt(f"summary_version {version} with no watermark")
     try:
         important = validate_important_data(data.get("important_data") or {})

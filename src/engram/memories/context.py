@@ -27,7 +27,7 @@ from engram.models import MemoryRecord
 HEADER = "(memories for app: {label})\nThe following are memories from previous conversations with this app:"  # noqa: E501 (seed 003's text, verbatim)
 FOOTER = "Use these memories to provide context-aware responses."
 #: Title of the context-builder section that carries the memories.
-SECTION_TITLE = "Memories"
+SECTION_TITLE = "LONG-TERM MEMORIES"
 
 
 def ordered(memories: Sequence[MemoryRecord]) -> list[MemoryRecord]:

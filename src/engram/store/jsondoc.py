@@ -37,6 +37,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.compaction.agentstate import AGENT_STATE_KIND
+from engram.compaction.state import IMPORTED
 from engram.errors import CorruptedData
 from engram.models import JSON, Message, SessionInfo, StateRecord
 
@@ -158,6 +159,19 @@ def entry_state(kind: str, entry: Mapping[str, Any], *, where: str) -> StateReco
         raise CorruptedData(f"{where}: bad state {kind!r} ({exc})") from None
 
 
+def _system_state(agent: Mapping[str, Any]) -> JSON:
+    """Seed 002's ``system_state`` from the agent state (workspace and preferences)."""
+    stored = agent.get("system_state")
+    stored = stored if isinstance(stored, Mapping) else {}
+    environment = agent.get("last_known_environment")
+    environment = environment if isinstance(environment, Mapping) else {}
+    preferences = agent.get("preferences", stored.get("preferences", {}))
+    return {
+        "last_workspace": environment.get("workspace", stored.get("last_workspace")),
+        "preferences": dict(preferences) if isinstance(preferences, Mapping) else {},
+    }
+
+
 def build_document(info: SessionInfo, messages: list[Message], states: list[StateRecord]) -> JSON:
     """The whole document for one session."""
     by_kind = {record.kind: record for record in states}
@@ -175,6 +189,7 @@ def build_document(info: SessionInfo, messages: list[Message], states: list[Stat
     }
     for name, empty in AGENT_FIELDS.items():
         doc[name] = agent.get(name, empty)
+    doc["system_state"] = _system_state(agent)
     doc["long_term_summary"] = summary if isinstance(summary, str) else str(summary)
     doc["recent_history"] = [message_entry(m) for m in messages]
     doc["states"] = {kind: state_entry(by_kind[kind]) for kind in sorted(by_kind)}
@@ -228,12 +243,26 @@ def document_states(doc: Mapping[str, Any], *, where: str) -> list[StateRecord]:
     now = datetime.now(UTC)
     out = []
     agent = {name: doc[name] for name in AGENT_FIELDS if name in doc}
+    system_state = doc.get("system_state")
+    if isinstance(system_state, Mapping) and isinstance(system_state.get("preferences"), Mapping):
+        agent.setdefault("preferences", dict(system_state["preferences"]))
     if agent:
         out.append(StateRecord(kind=AGENT_STATE_KIND, version=1, data=agent, updated_at=now))
     summary = doc.get("long_term_summary")
     if isinstance(summary, str) and summary:
         out.append(
-            StateRecord(kind="compaction", version=1, data={"summary": summary}, updated_at=now)
+            StateRecord(
+                kind="compaction",
+                version=1,
+                # covers history older than every imported message: watermark 0
+                data={
+                    "summary": summary,
+                    "summary_version": 1,
+                    "watermark": 0,
+                    "origin": IMPORTED,
+                },
+                updated_at=now,
+            )
         )
     return out
 

@@ -37,7 +37,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from engram.errors import ConfigError, CorruptedData, InvalidMessage, StoreError
@@ -52,43 +52,36 @@ from engram.models import (
     StateRecord,
     UsageRecord,
 )
-from engram.search_query import fts5_match, terms
+from engram.search_query import terms
 from engram.store.base import MAX_PAGE
 from engram.store.sqlite_migrations import migrate
+from engram.store.sqlite_rows import MEMORY_COLUMNS as _MEMORY_COLS
+from engram.store.sqlite_rows import MSG_COLUMNS as _MSG
+from engram.store.sqlite_rows import MSG_HOT_COLUMNS as _MSG_HOT
+from engram.store.sqlite_rows import SESSION_COLUMNS as _SESSION_COLS
+from engram.store.sqlite_rows import dump as _dump
+from engram.store.sqlite_rows import json_dict as _json_dict
+from engram.store.sqlite_rows import memory as _memory
+from engram.store.sqlite_rows import message as _message
+from engram.store.sqlite_rows import messages as _messages
+from engram.store.sqlite_rows import now as _now
+from engram.store.sqlite_rows import parse_ts as _parse_ts
+from engram.store.sqlite_rows import roles_clause as _roles_clause
+from engram.store.sqlite_rows import session_info as _session_info
+from engram.store.sqlite_rows import ts as _ts
+from engram.store.sqlite_rows import utc as _utc
+from engram.store.sqlite_search import BM25_WEIGHTS, SNIPPET_TOKENS
+from engram.store.sqlite_search import search as search_fts
 
 #: How long a write waits for another process's write lock before failing, in ms.
 BUSY_TIMEOUT_MS = 5000
 
-#: Characters of context on each side of a match in search snippets (FTS5 tokens).
-SNIPPET_TOKENS = 24
-
-#: Column weights for ``bm25()``: content counts twice as much as the speaker's name.
-BM25_WEIGHTS = (1.0, 0.5)
-
-_WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
 _MAX_ID = 2**63 - 1
 _MEMORY_PATHS = frozenset({"", ":memory:"})
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
-# Compact, exact JSON; NaN/Infinity refused because no other backend can store them.
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-_parse_ts = datetime.fromisoformat
-
-_MSG = (
-    "m.id, m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.created_at,"
-    " m.metadata, m.tokens"
-)
-# The history reads (tail, page) fetch the four rarely set columns as one value: NULL
-# for a plain message, else a JSON array of them. Each column costs the sqlite3
-# module a conversion per row, and these reads return hundreds of rows per context.
-_MSG_HOT = (
-    "m.id, m.role, m.content, m.tokens, m.created_at,"
-    " CASE WHEN m.name IS NULL AND m.tool_calls IS NULL AND m.tool_call_id IS NULL"
-    " AND m.metadata IS NULL THEN NULL"
-    " ELSE json_array(m.name, json(m.tool_calls), m.tool_call_id, json(m.metadata)) END"
-)
 # INDEXED BY: with few sessions (or stale statistics) the planner prefers walking the
 # rowid range ``id < ?`` and filtering on the session, which reads other sessions'
 # rows; the (session_id, id) index keeps the cost proportional to the rows returned.
@@ -120,151 +113,15 @@ _UPDATE_TOTALS = """UPDATE sessions SET
                            THEN ?4 ELSE last_message_at END,
     updated_at = ?5
 WHERE id = ?6"""
-_SESSION_COLS = (
-    "c.name, s.external_id, s.created_at, s.updated_at, s.message_count, s.token_count,"
-    " s.policy, s.first_message_at, s.last_message_at"
-)
 _FIND_SESSION = (
     "SELECT s.id FROM sessions s JOIN scopes c ON c.id = s.scope_id"
     " WHERE c.name = ? AND s.external_id = ?"
 )
-_MEMORY_COLS = "id, content, created_at, updated_at, source_session, metadata"
 _SCOPE_OF = "(SELECT id FROM scopes WHERE name = ?)"
-
-
-def _ts(value: datetime) -> str:
-    """Fixed-width UTC text for ``value`` (naive means UTC); sorts like the instants."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    elif value.tzinfo is not UTC:
-        value = value.astimezone(UTC)
-    return value.isoformat(timespec="microseconds")
-
-
-def _utc(value: datetime) -> datetime:
-    """``value`` as an aware UTC datetime, exactly as it will read back."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value if value.tzinfo is UTC else value.astimezone(UTC)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _clamp(limit: int) -> int:
     return max(0, min(int(limit), MAX_PAGE))
-
-
-def _json_dict(text: str | None, what: str) -> JSON:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise CorruptedData(f"{what} is not valid JSON: {exc}") from exc
-    if not isinstance(value, dict):
-        raise CorruptedData(f"{what} is not a JSON object")
-    return value
-
-
-def _dump(value: Any, what: str, error: type[Exception] = ConfigError) -> str:
-    try:
-        return _encode(value)
-    except (TypeError, ValueError) as exc:
-        raise error(f"{what} cannot be stored as JSON: {exc}") from exc
-
-
-def _message(scope: str, session: str, row: Sequence[Any]) -> Message:
-    mid, role, content, name, tool_calls, tool_call_id, created_at, metadata, tokens = row[:9]
-    return Message(
-        mid,
-        scope,
-        session,
-        role,
-        content,
-        _parse_ts(created_at),
-        tokens,
-        name,
-        json.loads(tool_calls) if tool_calls is not None else None,
-        tool_call_id,
-        json.loads(metadata) if metadata else {},
-    )
-
-
-def _messages(scope: str, session: str, rows: Sequence[Sequence[Any]]) -> list[Message]:
-    """Messages of one session from ``_MSG_HOT`` rows: the context builder's hot path."""
-    parse, make = _parse_ts, Message
-    return [
-        make(mid, scope, session, role, content, parse(created_at), tokens, None, None, None, {})
-        if extra is None
-        else _message_extra(scope, session, mid, role, content, tokens, created_at, extra)
-        for mid, role, content, tokens, created_at, extra in rows
-    ]
-
-
-def _message_extra(
-    scope: str,
-    session: str,
-    mid: int,
-    role: str,
-    content: str,
-    tokens: int,
-    created_at: str,
-    extra: str,
-) -> Message:
-    try:
-        name, tool_calls, tool_call_id, metadata = json.loads(extra)
-    except ValueError as exc:
-        raise CorruptedData(f"message {mid} has unreadable fields: {exc}") from exc
-    return Message(
-        mid,
-        scope,
-        session,
-        role,
-        content,
-        _parse_ts(created_at),
-        tokens,
-        name,
-        tool_calls,
-        tool_call_id,
-        metadata if metadata is not None else {},
-    )
-
-
-def _session_info(row: Sequence[Any]) -> SessionInfo:
-    scope, external_id, created, updated, count, tokens, policy, first, last = row
-    return SessionInfo(
-        scope=scope,
-        id=external_id,
-        created_at=_parse_ts(created),
-        updated_at=_parse_ts(updated),
-        message_count=count,
-        token_count=tokens,
-        policy=_json_dict(policy, f"policy of session {scope}/{external_id}") if policy else None,
-        first_message_at=_parse_ts(first) if first else None,
-        last_message_at=_parse_ts(last) if last else None,
-    )
-
-
-def _memory(scope: str, row: Sequence[Any]) -> MemoryRecord:
-    mid, content, created, updated, source, metadata = row
-    return MemoryRecord(
-        id=mid,
-        scope=scope,
-        content=content,
-        created_at=_parse_ts(created),
-        updated_at=_parse_ts(updated),
-        source_session=source,
-        metadata=_json_dict(metadata, f"metadata of memory {mid}"),
-    )
-
-
-def _roles_clause(column: str, roles: Sequence[str] | None) -> tuple[str, list[str]]:
-    if roles is None:
-        return "", []
-    roles = list(roles)
-    return f" AND {column} IN ({', '.join('?' * len(roles))})", roles
 
 
 def _guarded(
@@ -875,73 +732,54 @@ class SQLiteStore:
         if not words or limit == 0:
             return []
         conn = self._conn()
-        scope_pk = self._scope_pk(conn, scope)
-        if scope_pk is None:
-            return []
-        where = " AND s.scope_id = ?"
-        params: list[Any] = [scope_pk]
-        if session is not None:
-            session_pk = self._lookup_session(conn, scope, session)
-            if session_pk is None:
-                return []
-            where += " AND m.session_id = ?"
-            params.append(session_pk)
-        role_sql, role_params = _roles_clause("m.role", roles)
-        where += role_sql
-        params.extend(role_params)
+        where, params = _roles_clause("m.role", roles)
         if start is not None:
             where += " AND m.created_at >= ?"
             params.append(_ts(start))
         if end is not None:
             where += " AND m.created_at < ?"
             params.append(_ts(end))
-        hits = self._search(conn, scope, fts5_match(words, all_terms=True), where, params, limit)
-        if len(words) > 1 and len(hits) < limit:
-            seen = {hit.message.id for hit in hits}
-            for hit in self._search(conn, scope, fts5_match(words), where, params, limit):
-                if hit.message.id not in seen:
-                    hits.append(hit)
-                    if len(hits) == limit:
-                        break
-        return hits
-
-    @staticmethod
-    def _search(
-        conn: sqlite3.Connection,
-        scope: str,
-        match: str,
-        where: str,
-        params: list[Any],
-        limit: int,
-    ) -> list[SearchHit]:
-        # Rank first, then build snippets for the winners only: SQLite evaluates the
-        # select list before sorting, and a snippet costs far more than a bm25 score.
-        ranked = conn.execute(
-            f"SELECT m.id, bm25(messages_fts, {_WEIGHTS}) AS rank"
-            " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
-            " JOIN sessions s ON s.id = m.session_id"
-            f" WHERE messages_fts MATCH ?{where} ORDER BY rank, m.id DESC LIMIT ?",
-            (match, *params, limit),
-        ).fetchall()
-        if not ranked:
-            return []
-        marks = ", ".join("?" * len(ranked))
-        rows = {
-            row[0]: row
-            for row in conn.execute(
-                f"SELECT {_MSG}, s.external_id,"
-                f" snippet(messages_fts, -1, '[', ']', '…', {SNIPPET_TOKENS})"
-                " FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid"
-                " JOIN sessions s ON s.id = m.session_id"
-                f" WHERE messages_fts MATCH ? AND messages_fts.rowid IN ({marks})",
-                (match, *(mid for mid, _ in ranked)),
+        if session is None:
+            scope_pk = self._scope_pk(conn, scope)
+            if scope_pk is None:
+                return []
+            return search_fts(
+                conn,
+                scope,
+                words,
+                session=None,
+                where=" AND m.session_id IN (SELECT id FROM sessions WHERE scope_id = ?)" + where,
+                params=[scope_pk, *params],
+                limit=limit,
             )
-        }
-        return [
-            SearchHit(message=_message(scope, row[9], row), score=-rank, snippet=row[10])
-            for mid, rank in ranked
-            if (row := rows.get(mid)) is not None
-        ]
+        key = (scope, session)
+        pk = self._sessions.get(key)
+        for attempt in range(2):
+            if pk is None:
+                pk = self._lookup_session(conn, scope, session)
+                if pk is None:
+                    self._sessions.pop(key, None)
+                    return []
+                self._sessions[key] = pk
+            hits = search_fts(
+                conn,
+                scope,
+                words,
+                session=session,
+                where=" AND m.session_id = ?" + where,
+                params=[pk, *params],
+                limit=limit,
+            )
+            if hits or attempt:
+                return hits
+            # No hit with a cached id: it may be stale (the session purged, maybe
+            # re-created, through another store on the file). Look it up once more.
+            fresh = self._lookup_session(conn, scope, session)
+            if fresh == pk:
+                return hits
+            pk = fresh
+            self._sessions.pop(key, None)
+        return []
 
     # -- session state ------------------------------------------------------------------
 
