@@ -62,7 +62,11 @@ IMPORT_BATCH = 1_000
 AGENTS_MAIN = f"{MAIN_SCOPE}/{MAIN_SESSION}"
 
 # Files whose content decides whether a cached Engram database is still valid.
-_ENGRAM_SQLITE_FILES = ("src/engram/store/sqlite.py", "src/engram/store/sqlite_migrations.py")
+_ENGRAM_SQLITE_FILES = (
+    "src/engram/store/sqlite.py",
+    "src/engram/store/sqlite_migrations.py",
+    "src/engram/store/sqlite_rows.py",
+)
 _ENGRAM_PG_FILES = ("src/engram/store/postgres.py", "src/engram/store/postgres_migrations.py")
 
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -150,3 +152,22 @@ class TestValidate:
     def test_rejects_non_objects(self, bad: object):
         with pytest.raises(LLMBadResponse):
             validate_important_data(bad)
+
+
+class TestPromptText:
+    def test_prompt_shows_newest_items_and_says_how_many_are_hidden(self):
+        from engram.compaction.important import PROMPT_LIST_ITEMS, to_prompt_text
+
+        data = merge_important_data({}, {"key_decisions": [f"decision {i}" for i in range(40)]})
+        assert len(data["key_decisions"]) == 40  # the state keeps everything
+        shown = json.loads(to_prompt_text(data))
+        assert shown["key_decisions"] == [
+            f"decision {i}" for i in range(40 - PROMPT_LIST_ITEMS, 40)
+        ]
+        assert shown["older_items_not_shown"] == {"key_decisions": 40 - PROMPT_LIST_ITEMS}
+
+    def test_small_data_is_shown_whole(self):
+        from engram.compaction.important import to_prompt_text
+
+        data = merge_important_data({}, {"source_urls": ["https://example.com/a"]})
+        assert json.loads(to_prompt_text(data)) == {"source_urls": ["https://example.com/a"]}

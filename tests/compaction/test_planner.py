@@ -4,7 +4,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engram.compaction import PlanState, Row, plan_compaction, should_compact
-from engram.compaction.planner import count_exchanges, group_starts, trigger_reasons
+from engram.compaction.planner import (
+    HEADROOM,
+    count_exchanges,
+    group_starts,
+    trigger_reasons,
+)
 from engram.policy import Policy, get_policy
 from engram.tokens import count_message, storage_counter
 
@@ -41,14 +46,17 @@ class TestSeed001:
         assert not should_compact(self.policy, rows, fixed())
         assert plan_compaction(self.policy, rows, fixed()) is None
 
-    def test_keep_window_about_2500_tokens(self):
+    def test_keep_window_up_to_2500_tokens_leaving_headroom(self):
         rows = seed001_rows()
         plan = plan_compaction(self.policy, rows, fixed())
         assert plan is not None
         assert plan.reason == "tokens"
         assert plan.first_cycle and plan.next_version == 1
-        assert plan.keep_tokens <= 2500
-        assert plan.keep_tokens + rows[0].tokens > 2500  # no room for one more message
+        # seed 001 keeps ~2,500 tokens; Engram also leaves 30% of the 3,000 threshold free
+        # after the fixed parts, so the next turns do not trigger again at once
+        limit = min(2500, 3000 - fixed().fixed_tokens - int(3000 * HEADROOM))
+        assert 1500 <= plan.keep_tokens <= limit
+        assert plan.keep_tokens + rows[0].tokens > limit  # no room for one more message
         kept = [r for r in rows if r.id >= plan.keep_from_id]
         assert sum(r.tokens for r in kept) == plan.keep_tokens
         # everything before the window is folded, in order
@@ -202,3 +210,22 @@ def test_replanning_after_commit_is_idempotent(rows, policy):
     again = plan_compaction(policy, rows, state)
     if again is not None:  # a second cycle folds only rows after the first watermark
         assert min(again.fold_ids) > plan.new_watermark
+
+
+class TestHeadroom:
+    def test_fixed_parts_shrink_the_keep_window_so_the_next_turn_does_not_compact(self):
+        policy = get_policy("summary_buffer")
+        rows = [Row(id=i, role="user" if i % 2 else "assistant", tokens=150) for i in range(1, 41)]
+        state = PlanState(fixed_tokens=900, summary_tokens=400)
+        plan = plan_compaction(policy, rows, state)
+        assert plan is not None
+        after = PlanState(
+            watermark=plan.new_watermark,
+            summary_version=1,
+            summary_tokens=400,
+            fixed_tokens=900,
+        )
+        # five more 150-token messages fit before the threshold fires again (seed 001 scenario 3)
+        more = [Row(id=100 + i, role="user", tokens=150) for i in range(5)]
+        kept = [r for r in rows if r.id > plan.new_watermark]
+        assert plan_compaction(policy, kept + more, after) is None

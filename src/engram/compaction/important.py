@@ -410,7 +410,32 @@ def _entities(text: str) -> list[str]:
     return found
 
 
+#: Newest items of each list, and newest keys of each object, the prompt shows.
+#: The state keeps everything; this keeps the section near seed 001's 200-500 tokens.
+PROMPT_LIST_ITEMS = 12
+PROMPT_DICT_KEYS = 20
+
+
 def to_prompt_text(data: Mapping[str, Any]) -> str:
-    """Render important data as the prompt shows it: the non-empty fields as indented JSON."""
-    shown = {k: data[k] for k in IMPORTANT_KEYS if data.get(k)}
+    """Render important data as the prompt shows it: the non-empty fields as indented JSON.
+
+    Only the newest :data:`PROMPT_LIST_ITEMS` of a list (and newest
+    :data:`PROMPT_DICT_KEYS` of an object) are shown; how many older ones were
+    left out is said, so the model knows to search the history for them.
+    """
+    shown: JSON = {}
+    hidden: dict[str, int] = {}
+    for key in IMPORTANT_KEYS:
+        value = data.get(key)
+        if not value:
+            continue
+        if isinstance(value, list) and len(value) > PROMPT_LIST_ITEMS:
+            hidden[key] = len(value) - PROMPT_LIST_ITEMS
+            value = value[-PROMPT_LIST_ITEMS:]
+        elif isinstance(value, Mapping) and len(value) > PROMPT_DICT_KEYS:
+            hidden[key] = len(value) - PROMPT_DICT_KEYS
+            value = dict(list(value.items())[-PROMPT_DICT_KEYS:])
+        shown[key] = value
+    if hidden:
+        shown["older_items_not_shown"] = hidden
     return json.dumps(shown, indent=2, ensure_ascii=False, sort_keys=False)

@@ -195,7 +195,7 @@ def plan_compaction(
     starts = group_starts(rows)
     start = 0
     if any(r in reasons for r in ("tokens", "messages", "exchanges")):
-        start = _keep_start(policy, rows, starts)
+        start = _keep_start(policy, rows, starts, state)
     if policy.fold_over_tokens is not None:
         kept = rows[start:]
         if sum(row.tokens for row in kept) > policy.fold_over_tokens:
@@ -219,20 +219,43 @@ def plan_compaction(
     )
 
 
+#: Share of the token threshold left free after a fold, for the next messages.
+HEADROOM = 0.3
+
+
 def _after(rows: Sequence[Row], watermark: int) -> Sequence[Row]:
     if rows and rows[0].id <= watermark:
         return [row for row in rows if row.id > watermark]
     return rows
 
 
-def _keep_start(policy: PlannerPolicy, rows: Sequence[Row], starts: list[int]) -> int:
+def _keep_limit(policy: PlannerPolicy, state: PlanState) -> int | None:
+    """Tokens the kept window may hold.
+
+    ``keep_tokens``, lowered when the fixed parts (system prompt, important
+    data, summary) already take most of the token threshold: otherwise the
+    next turn would be over the threshold again and every turn would compact.
+    What stays free is :data:`HEADROOM` of the threshold, room for new messages.
+    """
+    limit = policy.keep_tokens
+    threshold = policy.summarize_over_tokens
+    if threshold is not None:
+        room = threshold - state.fixed_tokens - state.summary_tokens - int(threshold * HEADROOM)
+        limit = room if limit is None else min(limit, room)
+    return None if limit is None else max(limit, 0)
+
+
+def _keep_start(
+    policy: PlannerPolicy, rows: Sequence[Row], starts: list[int], state: PlanState
+) -> int:
     """Index of the first kept row: the largest suffix within every keep limit."""
     n = len(rows)
     start = 0
-    if policy.keep_tokens is not None:
+    keep_tokens = _keep_limit(policy, state)
+    if keep_tokens is not None:
         total = 0
         index = n
-        while index > 0 and total + rows[index - 1].tokens <= policy.keep_tokens:
+        while index > 0 and total + rows[index - 1].tokens <= keep_tokens:
             index -= 1
             total += rows[index].tokens
         start = max(start, index)

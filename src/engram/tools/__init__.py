@@ -18,6 +18,7 @@ and MCP ("mcp"). Further tools join with :func:`register`.
 
 from engram.tools import definitions as _definitions  # registers the retrieval tools
 from engram.tools.dispatcher import ERROR_TYPES, ToolError, decode_arguments, dispatch, validate
+from engram.tools.loop import HISTORY_TOOLS_PROMPT, TurnResult, run_turn
 from engram.tools.registry import (
     TOOLS,
     Tool,
@@ -37,6 +38,7 @@ __all__ = [
     "DEFAULT_MAX_RESULT_TOKENS",
     "ERROR_TYPES",
     "FLAVORS",
+    "HISTORY_TOOLS_PROMPT",
     "TOOLS",
     "Length",
     "Range",
@@ -44,10 +46,12 @@ __all__ = [
     "ToolEngram",
     "ToolError",
     "ToolSession",
+    "TurnResult",
     "cap_result",
     "decode_arguments",
     "dispatch",
     "register",
+    "run_turn",
     "schemas",
     "select",
     "unregister",
