@@ -270,6 +270,23 @@ class TestFullTextIndex:
             assert len(store.search("p", "narwhal")) == 3
             self.integrity(store)
 
+    def test_history_reads_decode_like_single_reads(self, store: SQLiteStore) -> None:
+        # tail and page fetch name/tool_calls/tool_call_id/metadata packed in one JSON
+        # column; get_message reads them one by one. Both must give the same values.
+        calls = [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+        meta = {"big": 2**70, "f": 0.1, "esc": 'q"b\\n\u2028', "emoji": "🎉", "nested": [None, {}]}
+        batch = [
+            new("plain"),
+            NewMessage(role="assistant", content="", created_at=T0, tool_calls=calls),
+            NewMessage(role="tool", content="r", created_at=T0, tool_call_id="c1", name="f"),
+            NewMessage(role="user", content="m", created_at=T0, metadata=meta),
+        ]
+        stored = store.append("p", "s", batch, [1, 2, 3, 4])
+        singles = [store.get_message("p", m.id) for m in stored]
+        assert store.tail("p", "s", limit=10) == singles == stored
+        assert store.page("p", "s", limit=10) == singles
+        assert singles[3] is not None and singles[3].metadata == meta
+
     def test_update_trigger_keeps_index_in_step(self, store: SQLiteStore) -> None:
         (m,) = store.append("p", "s", [new("original wording")], [1])
         # Messages are append-only through the API; the trigger guards manual repairs.
