@@ -93,7 +93,9 @@ def _tool_calls(value: object) -> list[JSON] | None:
     if not isinstance(value, list) or not value:
         raise InvalidMessage("tool_calls must be a non-empty list")
     if len(value) > MAX_TOOL_CALLS:
-        raise InvalidMessage(f"{len(value)} tool calls in one message; the limit is {MAX_TOOL_CALLS}")
+        raise InvalidMessage(
+            f"{len(value)} tool calls in one message; the limit is {MAX_TOOL_CALLS}"
+        )
     calls: list[JSON] = []
     for index, call in enumerate(value):
         where = f"tool_calls[{index}]"
@@ -187,7 +189,9 @@ _MESSAGE_KEYS = frozenset(
 )
 
 
-def build_messages(items: Iterable[Mapping[str, Any]], *, now: datetime | None = None) -> list[NewMessage]:
+def build_messages(
+    items: Iterable[Mapping[str, Any]], *, now: datetime | None = None
+) -> list[NewMessage]:
     """Validate OpenAI-format dicts (plus optional ``created_at``/``metadata``).
 
     Errors name the position of the bad item in the batch.

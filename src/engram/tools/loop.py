@@ -227,15 +227,20 @@ def run_turn(
     turn = _Turn()
     turn.message_ids.append(session.add("user", user_message).id)
     steps: list[list[JSON]] = []  # unstored tool rounds (store_steps=False), oldest first
+    newest: list[int] = []  # ids of the newest stored tool round
     rounds = 0
     answer: LLMResult | None = None
     while rounds < max_rounds:
         rounds += 1
-        last = rounds == max_rounds or not names
-        messages = _prompt(
-            session, turn, steps, counter, counter_model,
+        messages, visible = _prompt(
+            session, turn, steps, newest, counter, counter_model,
             budget=budget - tools_tokens, reserve=reserve, room=room, system=prompt,
         )  # fmt: skip
+        last = rounds == max_rounds or not names
+        if not visible:
+            # More tool calls could not be shown either: spend no more rounds on them.
+            turn.note("tool results did not fit the budget; the model had to answer without them")
+            last = True
         answer = client.chat(messages, purpose=PURPOSE, tools=None if last else offered)
         turn.usage = turn.usage.plus(answer)
         if record_usage:
@@ -246,14 +251,15 @@ def run_turn(
         step = _run_calls(session, answer, rounds, names, cap, counter, turn)
         if store_steps:
             stored = session.add_many(step)  # one transaction: a call never lacks its results
-            turn.message_ids.extend(m.id for m in stored)
+            newest = [m.id for m in stored]
+            turn.message_ids.extend(newest)
         else:
             steps.append(step)
     assert answer is not None  # max_rounds >= 1
     if answer.tool_calls:
         turn.note(
-            f"the model asked for {len(answer.tool_calls)} tool call(s) after the last round "
-            f"({max_rounds}); they were not run"
+            f"the model asked for {len(answer.tool_calls)} tool call(s) in round {rounds}, "
+            "which offered no tools; they were not run"
         )
     return _finish(session, answer, rounds, tools_tokens, turn)
 
@@ -314,6 +320,7 @@ def _prompt(
     session: Session,
     turn: _Turn,
     steps: list[list[JSON]],
+    newest: list[int],
     counter: TokenCounter,
     counter_model: str,
     *,
@@ -321,8 +328,13 @@ def _prompt(
     reserve: int,
     room: int,
     system: str | None,
-) -> list[JSON]:
-    """The messages of one round: the stored context, then any unstored tool rounds."""
+) -> tuple[list[JSON], bool]:
+    """The messages of one round: the stored context, then any unstored tool rounds.
+
+    Also tells whether the newest tool round (stored ``newest`` or the last
+    of ``steps``) is in the prompt at all.
+    """
+    had_steps = bool(steps)
     # The stored context keeps at least half the room (and never less than a prompt needs).
     allowed = room - max(MIN_BUDGET, room - room // STEPS_SHARE)
     steps_tokens = _fit_steps(steps, counter, allowed, turn) if steps else 0
@@ -335,7 +347,9 @@ def _prompt(
     for step in steps:
         messages.extend(step)
     turn.context_tokens.append(ctx.tokens + steps_tokens)
-    return messages
+    shown = set(ctx.message_ids)
+    visible = all(i in shown for i in newest) and (bool(steps) or not had_steps)
+    return messages, visible
 
 
 def _run_calls(
