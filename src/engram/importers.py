@@ -1,12 +1,15 @@
 """Reading conversation files into batches of messages, validated before anything is stored.
 
-Two formats are understood:
+Three formats are understood:
 
 * **jsonl**: one OpenAI chat message per line, ``{"role", "content"}`` plus
   optional ``name``, ``tool_calls``, ``tool_call_id``, ``created_at`` (ISO 8601
   or Unix seconds), ``session`` (or ``session_id``) and ``metadata``. Blank lines
   are skipped; other keys (``id``, ``scope``, ``tokens`` from Engram's own
   exports) are ignored. A line without a session goes to the default session.
+* **document**: Engram's own session documents (``engram export --format
+  json``, a jsondir file, or a seed 002 context file), read by
+  :mod:`engram.transfer`.
 * **chatgpt**: the ``conversations.json`` file of a ChatGPT data export: a list
   of conversations whose ``mapping`` is a tree of nodes. Only the main branch is
   read (the ``parent`` chain from ``current_node`` back to the root); hidden and
@@ -44,7 +47,7 @@ from engram.validation import build_message, check_id
 Format = Literal["auto", "jsonl", "chatgpt"]
 
 #: Formats :func:`read_import` accepts (``auto`` looks at the first non-blank byte).
-FORMATS: tuple[str, ...] = ("auto", "jsonl", "chatgpt")
+FORMATS: tuple[str, ...] = ("auto", "jsonl", "chatgpt", "document")
 
 
 #: Largest import file read into memory, in bytes (ChatGPT exports are one JSON document).
@@ -107,6 +110,25 @@ def read_import(
     if fmt == "chatgpt":
         return parse_chatgpt(data, file=label)
     return parse_jsonl(data, file=label, default_session=default_session)
+
+
+def read_documents(path: str | Path) -> list[JSON] | None:
+    """Engram session documents in a file (``engram export --format json``), or None.
+
+    A file holding one object with ``recent_history`` (a seed 002 / jsondir
+    document) or a list of them is a document file; anything else is not.
+    """
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            return None
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    items = data if isinstance(data, list) else [data]
+    if items and all(isinstance(i, dict) and "recent_history" in i for i in items):
+        return items
+    return None
 
 
 def detect_format(data: bytes) -> str:

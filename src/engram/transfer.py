@@ -129,20 +129,24 @@ def _new_message(entry: Mapping[str, Any], where: str) -> tuple[NewMessage, int 
         raise ImportFormatError(f"{where}: {exc}") from None
 
 
-def import_document(
-    store: Store, doc: Mapping[str, Any], *, scope: str | None = None, allow_existing: bool = False
-) -> SessionInfo:
-    """Write one session document (from :func:`export_session`, jsondir or seed 002) to ``store``.
+@dataclass(frozen=True)
+class PreparedDocument:
+    """A session document parsed, validated and counted: ready to write, nothing written yet."""
 
-    Messages are appended in document order in one atomic append (they get
-    the target's ids); a missing ``token_count`` is counted exactly. States are
-    saved at version 1. ``scope`` overrides the document's scope (seed 002
-    files have none: they go to ``"default"``).
+    info: SessionInfo
+    messages: list[NewMessage]
+    tokens: list[int]
+    states: list[StateRecord]
+
+
+def prepare_document(doc: Mapping[str, Any], *, scope: str | None = None) -> PreparedDocument:
+    """Parse and check one session document (from :func:`export_session`, jsondir or seed 002).
+
+    A missing ``token_count`` is counted exactly. ``scope`` overrides the
+    document's scope (seed 002 files have none: they go to ``"default"``).
 
     Raises:
-        ImportFormatError: the document is malformed; nothing was written.
-        ConfigError: the target session already has messages (unless
-            ``allow_existing``, which appends after them).
+        ImportFormatError: the document is malformed.
     """
     if not isinstance(doc, Mapping):
         raise ImportFormatError("a session document must be a JSON object")
@@ -160,18 +164,12 @@ def import_document(
     except CorruptedData as exc:
         raise ImportFormatError(str(exc)) from None
     parsed = [_new_message(e, f"recent_history[{i}]") for i, e in enumerate(history)]
-    existing = store.get_session(info.scope, info.id)
-    if existing is not None and existing.message_count and not allow_existing:
-        raise ConfigError(
-            f"session {info.id!r} in scope {info.scope!r} already has "
-            f"{existing.message_count} messages; import into an empty session"
-        )
-    counter = storage_counter() if any(t is None for _, t in parsed) else None
+    counter = storage_counter()
     tokens = [
         t
         if t is not None
         else count_message(
-            counter,  # type: ignore[arg-type]
+            counter,
             m.role,
             m.content,
             name=m.name,
@@ -180,11 +178,35 @@ def import_document(
         )
         for m, t in parsed
     ]
+    return PreparedDocument(info, [m for m, _ in parsed], tokens, states)
+
+
+def check_target(store: Store, prepared: PreparedDocument, *, allow_existing: bool = False) -> None:
+    """Refuse to import into a session that already has messages (unless ``allow_existing``)."""
+    info = prepared.info
+    existing = store.get_session(info.scope, info.id)
+    if existing is not None and existing.message_count and not allow_existing:
+        raise ConfigError(
+            f"session {info.id!r} in scope {info.scope!r} already has "
+            f"{existing.message_count} messages; import into an empty session"
+        )
+
+
+def write_document(
+    store: Store, prepared: PreparedDocument, *, allow_existing: bool = False
+) -> SessionInfo:
+    """Write a prepared document: messages in order (they get the target's ids), then states."""
+    check_target(store, prepared, allow_existing=allow_existing)
+    info = prepared.info
     store.ensure_session(info.scope, info.id, policy=info.policy)
-    for start in range(0, len(parsed), BATCH):
-        chunk = parsed[start : start + BATCH]
-        store.append(info.scope, info.id, [m for m, _ in chunk], tokens[start : start + BATCH])
-    for state in states:
+    for start in range(0, len(prepared.messages), BATCH):
+        store.append(
+            info.scope,
+            info.id,
+            prepared.messages[start : start + BATCH],
+            prepared.tokens[start : start + BATCH],
+        )
+    for state in prepared.states:
         current = store.load_state(info.scope, info.id, state.kind)
         store.save_state(
             info.scope,
@@ -196,6 +218,19 @@ def import_document(
     result = store.get_session(info.scope, info.id)
     assert result is not None
     return result
+
+
+def import_document(
+    store: Store, doc: Mapping[str, Any], *, scope: str | None = None, allow_existing: bool = False
+) -> SessionInfo:
+    """Check, then write, one session document; states are saved at version 1.
+
+    Raises:
+        ImportFormatError: the document is malformed; nothing was written.
+        ConfigError: the target session already has messages (unless
+            ``allow_existing``, which appends after them).
+    """
+    return write_document(store, prepare_document(doc, scope=scope), allow_existing=allow_existing)
 
 
 @dataclass

@@ -20,7 +20,10 @@ import click
 
 from engram.cli._common import db_option, open_engram, scope_option, stderr_is_tty
 from engram.engine import Engram
-from engram.importers import FORMATS, ImportBatch, read_import
+from engram.errors import ImportFormatError, InvalidMessage
+from engram.importers import FORMATS, ImportBatch, read_documents, read_import
+from engram.models import JSON
+from engram.transfer import check_target, prepare_document, write_document
 
 
 @click.command("import")
@@ -33,7 +36,8 @@ from engram.importers import FORMATS, ImportBatch, read_import
     type=click.Choice(FORMATS),
     default="auto",
     show_default=True,
-    help="jsonl: one OpenAI message per line; chatgpt: ChatGPT's conversations.json.",
+    help="jsonl: one OpenAI message per line; chatgpt: ChatGPT's conversations.json; "
+    "document: Engram's session documents (engram export --format json).",
 )
 @click.option(
     "--progress/--no-progress",
@@ -51,8 +55,16 @@ def import_command(
     progress: bool | None,
     db: str | None,
 ) -> None:
-    """Import a JSONL or ChatGPT export file; nothing is written if any line is bad."""
+    """Import a JSONL, ChatGPT or Engram document file; nothing is written if any line is bad."""
     started = time.perf_counter()
+    documents = read_documents(file) if fmt in ("auto", "document") else None
+    if fmt == "document" and documents is None:
+        raise ImportFormatError(
+            "not an Engram session document (or a list of them)", file=str(file)
+        )
+    if documents is not None:
+        _import_documents(ctx, db, file, documents, scope if scope_given(ctx) else None)
+        return
     batches = read_import(file, fmt=fmt, default_session=session)
     mem = open_engram(ctx, db)
     show = stderr_is_tty() if progress is None else progress
@@ -62,6 +74,35 @@ def import_command(
     click.echo(
         f"Imported {messages} messages in {len(batches)} session(s) into scope {scope!r}: "
         f"{tokens} tokens, {elapsed:.2f} s, {rate:,.0f} messages/s."
+    )
+
+
+def scope_given(ctx: click.Context) -> bool:
+    """True when ``--scope`` was typed: it then overrides the documents' own scopes."""
+    return ctx.get_parameter_source("scope") is click.core.ParameterSource.COMMANDLINE
+
+
+def _import_documents(
+    ctx: click.Context, db: str | None, file: Path, documents: list[JSON], scope: str | None
+) -> None:
+    """Check every document (and that its session is empty) first, then write them."""
+    started = time.perf_counter()
+    prepared = []
+    for index, document in enumerate(documents):
+        try:
+            prepared.append(prepare_document(document, scope=scope))
+        except (ImportFormatError, InvalidMessage) as exc:
+            raise ImportFormatError(f"document #{index}: {exc}", file=str(file)) from None
+    mem = open_engram(ctx, db)
+    for item in prepared:
+        check_target(mem.store, item)
+    for item in prepared:
+        write_document(mem.store, item)
+    messages = sum(len(item.messages) for item in prepared)
+    elapsed = time.perf_counter() - started
+    click.echo(
+        f"Imported {messages} messages in {len(prepared)} session document(s): "
+        f"{sum(sum(item.tokens) for item in prepared)} tokens, {elapsed:.2f} s."
     )
 
 

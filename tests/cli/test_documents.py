@@ -1,0 +1,68 @@
+"""``engram export --format json`` and ``engram import`` speak the same document format."""
+
+from __future__ import annotations
+
+import json
+
+from .harness import Cli
+
+import engram
+
+
+def _fill(cli: Cli) -> None:
+    rows = [
+        {"role": "user", "content": "We picked $14 for Pro.", "session": "s1"},
+        {"role": "assistant", "content": "Noted: Pro is $14.", "session": "s1"},
+        {"role": "user", "content": "Other chat.", "session": "s2"},
+    ]
+    assert cli("import", str(cli.write_jsonl("in.jsonl", rows)), "--scope", "p").exit_code == 0
+
+
+class TestDocumentRoundTrip:
+    def test_export_json_then_import_into_another_backend(self, cli: Cli) -> None:
+        _fill(cli)
+        out = cli.tmp / "docs.json"
+        assert cli("export", "--scope", "p", "--format", "json", "-o", str(out)).exit_code == 0
+        target = f"jsondir://{cli.tmp}/ctx"
+        result = cli("import", str(out), url=target)
+        assert result.exit_code == 0, result.output
+        assert "3 messages in 2 session document(s)" in result.output
+        with engram.open(cli.url, llm=None) as a, engram.open(target, llm=None) as b:
+            for session in ("s1", "s2"):
+                left = a.session(session, scope="p").messages()
+                right = b.session(session, scope="p").messages()
+                assert [(m.role, m.content, m.tokens, m.created_at) for m in left] == [
+                    (m.role, m.content, m.tokens, m.created_at) for m in right
+                ]
+
+    def test_second_import_is_refused_and_writes_nothing(self, cli: Cli) -> None:
+        _fill(cli)
+        out = cli.tmp / "docs.json"
+        cli("export", "--scope", "p", "--format", "json", "-o", str(out))
+        result = cli("import", str(out))  # same database: the sessions already have messages
+        assert result.exit_code == 1
+        assert "already has" in result.output
+        with engram.open(cli.url, llm=None) as mem:
+            assert mem.session("s1", scope="p").stats()["total_messages"] == 2
+
+    def test_a_bad_document_anywhere_writes_nothing(self, cli: Cli) -> None:
+        _fill(cli)
+        out = cli.tmp / "docs.json"
+        cli("export", "--scope", "p", "--format", "json", "-o", str(out))
+        docs = json.loads(out.read_text())
+        docs[-1]["recent_history"][0]["role"] = "robot"
+        out.write_text(json.dumps(docs))
+        target = f"sqlite:///{cli.tmp}/other.db"
+        result = cli("import", str(out), url=target)
+        assert result.exit_code == 1 and "document #1" in result.output
+        with engram.open(target, llm=None) as mem:
+            assert mem.sessions() == []
+
+    def test_scope_option_overrides_the_documents_scope(self, cli: Cli) -> None:
+        _fill(cli)
+        out = cli.tmp / "docs.json"
+        cli("export", "--scope", "p", "--session", "s1", "--format", "json", "-o", str(out))
+        target = f"sqlite:///{cli.tmp}/other.db"
+        assert cli("import", str(out), "--scope", "q", url=target).exit_code == 0
+        with engram.open(target, llm=None) as mem:
+            assert mem.session("s1", scope="q").stats()["total_messages"] == 2
