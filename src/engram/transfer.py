@@ -37,6 +37,7 @@ from engram.store.jsondoc import (
     parse_time,
 )
 from engram.tokens import count_message, storage_counter
+from engram.validation import build_message
 
 #: State kinds tried on stores that cannot list their states: every kind Engram writes.
 KNOWN_STATE_KINDS = (STATE_KIND, AGENT_STATE_KIND, TOOL_CACHE_KIND, LIFECYCLE_KIND, PENDING_KIND)
@@ -105,27 +106,26 @@ def export_session(store: Store, scope: str, session: str) -> JSON:
 
 
 def _new_message(entry: Mapping[str, Any], where: str) -> tuple[NewMessage, int | None]:
-    """A NewMessage and its stored token count (None when the document has none)."""
+    """A validated NewMessage and its stored token count (None when the document has none).
+
+    The same checks as ``Session.add`` (role, content, name, tool calls, sizes).
+    """
     try:
-        role, content = entry["role"], entry["content"]
-        if not isinstance(role, str) or not isinstance(content, str):
-            raise TypeError("role and content must be strings")
+        if not isinstance(entry, Mapping):
+            raise TypeError("a history entry must be an object")
         stamp = parse_time(entry.get("created_at", entry.get("timestamp")), f"{where} time")
         tokens = entry.get("token_count")
-        metadata = entry.get("metadata") or {}
-        if not isinstance(metadata, dict):
-            raise TypeError("metadata must be an object")
-        message = NewMessage(
-            role=role,
-            content=content,
-            created_at=stamp,
+        message = build_message(
+            entry.get("role"),
+            entry.get("content"),
             name=entry.get("name"),
             tool_calls=entry.get("tool_calls"),
             tool_call_id=entry.get("tool_call_id"),
-            metadata=dict(metadata),
+            created_at=stamp,
+            metadata=entry.get("metadata"),
         )
         return message, (int(tokens) if tokens is not None else None)
-    except (KeyError, TypeError, ValueError, CorruptedData) as exc:
+    except (TypeError, ValueError, CorruptedData) as exc:  # InvalidMessage is a ValueError
         raise ImportFormatError(f"{where}: {exc}") from None
 
 

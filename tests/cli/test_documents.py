@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from .harness import Cli
-
 import engram
+
+from .harness import Cli
 
 
 def _fill(cli: Cli) -> None:
