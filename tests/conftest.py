@@ -12,7 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from engram.llm import LLMClient
 from engram.store import Store, open_store
+from engram.testing import FakeLLMServer
 
 BACKENDS = ["sqlite", "jsondir", "postgres"]
 
@@ -66,3 +68,17 @@ def store(store_url: str) -> Iterator[Store]:
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLMServer]:
+    """The one test double: a scripted OpenAI-compatible server on 127.0.0.1."""
+    with FakeLLMServer() as server:
+        yield server
+
+
+@pytest.fixture
+def client(fake_llm: FakeLLMServer) -> Iterator[LLMClient]:
+    """A real LLM client talking to the scripted server."""
+    with LLMClient("gpt-4o-mini", base_url=fake_llm.base_url, timeout=30, backoff=0.01) as c:
+        yield c
