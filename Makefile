@@ -23,8 +23,12 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# About 15 minutes: the core benchmark on SQLite (1K-1M messages), the same side by side
+# with PostgreSQL (1K-100K), and the compaction savings curve (2,000 turns per preset).
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.run --backends sqlite,postgres --sizes 1000,10000,100000 --name core-sqlite-postgres
+	$(BIN)/python -m benchmarks.savings
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
