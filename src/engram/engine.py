@@ -12,11 +12,13 @@ import bisect
 import dataclasses
 import logging
 import os
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, date, datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from engram import dates
@@ -59,6 +61,9 @@ from engram.store.base import MAX_PAGE
 from engram.tokens import count_message, counter_for_model, storage_counter
 from engram.validation import build_message, build_messages, check_id, check_tool_answers
 
+if TYPE_CHECKING:
+    from engram.queue_worker import QueueWorker
+
 logger = logging.getLogger("engram")
 
 #: Default prompt budget when neither the call nor the policy gives one.
@@ -98,6 +103,7 @@ class Engram:
         memories_text: MemoriesProvider | None = None,
         memory_cap: int = DEFAULT_CAP,
         memory_budget: MemoryBudget | None = None,
+        run_jobs: bool = True,
     ) -> None:
         """Wrap ``store``.
 
@@ -114,6 +120,11 @@ class Engram:
                 the scope's stored memories in seed 003's format.
             memory_cap: Long-term memories kept per scope (seed 003: 10).
             memory_budget: Energy budget for memory work (default: unlimited).
+            run_jobs: On PostgreSQL, run jobs of the shared queue in a worker
+                thread of this object (started now). False: only enqueue, and
+                leave the jobs to other processes (web servers with dedicated
+                workers). Other stores run background work in process and
+                ignore it. See :mod:`engram.queue_worker`.
 
         """
         self.store = store
@@ -140,6 +151,13 @@ class Engram:
         self._background: BackgroundCompactor | None = None
         self._background_lock = threading.Lock()
         self._closed = False
+        self.jobs: QueueWorker | None = None
+        """On PostgreSQL, this object's side of the shared job queue; else None."""
+        if _is_postgres(store):
+            from engram.queue_worker import QueueWorker
+
+            # Last: nothing after it may fail and leave the thread running.
+            self.jobs = QueueWorker(self, store, run_jobs=run_jobs)  # type: ignore[arg-type]
 
     # -- sessions and messages ----------------------------------------------------
 
@@ -209,10 +227,20 @@ class Engram:
             return self._background
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until no background compaction is queued or running; False on timeout."""
+        """Wait until no background work is queued or running; False on timeout.
+
+        On PostgreSQL this includes every job of the shared queue enqueued by
+        this object (compactions and memories), whichever server runs it.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._background_lock:
             worker = self._background
-        return worker.wait_idle(timeout) if worker is not None else True
+        if worker is not None and not worker.wait_idle(timeout):
+            return False
+        if self.jobs is not None:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            return self.jobs.wait_idle(left)
+        return True
 
     def compact(
         self, scope: str, session: str, policy: Policy, *, extra_tokens: int = 0
@@ -264,6 +292,8 @@ class Engram:
             self._closed = True
             worker, self._background = self._background, None
             memory_worker, self._memory_worker = self._memory_worker, None
+        if self.jobs is not None:
+            self.jobs.close()  # the running job finishes; queued jobs stay for other workers
         if worker is not None:
             worker.close(wait=True)  # running compactions finish before the store closes
         if memory_worker is not None:
@@ -501,7 +531,10 @@ class Session:
     ) -> bool:
         """Schedule a compaction in the background (once per session); True if scheduled.
 
-        A policy with ``sync_compaction`` compacts now instead.
+        A policy with ``sync_compaction`` compacts now instead. On PostgreSQL
+        the compaction is a job of the shared queue (at most one pending or
+        running per session across servers), run by any server's worker;
+        True means such a job is pending or running.
         """
         active = get_policy(policy) if policy is not None else self.policy
         if not has_triggers(active):
@@ -511,6 +544,8 @@ class Session:
             self.engram.compact(self.scope, self.id, active, extra_tokens=extra)
             return False
         engram, scope, session_id = self.engram, self.scope, self.id
+        if engram.jobs is not None:
+            return engram.jobs.enqueue_compaction(scope, session_id, active, extra_tokens=extra)
 
         def run() -> CompactionResult:
             return engram.compact(scope, session_id, active, extra_tokens=extra)
@@ -529,7 +564,16 @@ class Session:
         Returns at once (unless ``wait``); the memory is written by a background
         worker with a 30-second limit. A failure is logged and skipped: the
         session still ends. The future says what happened.
+
+        On PostgreSQL the end is recorded at once and the memory is a job of the
+        shared queue: the future resolves when the job completes in any
+        server's worker (this process's or another), and is cancelled if this
+        Engram closes first (the job stays queued for the other workers).
         """
+        if self.engram.jobs is not None:
+            return self.engram.jobs.end_session(
+                self.engram.memories(self.scope), self.id, reason, wait=wait
+            )
         return end_memory_session(
             self.engram.memories(self.scope),
             self.id,
@@ -629,6 +673,13 @@ class Session:
         return f"Session(scope={self.scope!r}, id={self.id!r})"
 
 
+def _is_postgres(store: object) -> bool:
+    """Tell whether ``store`` is a PostgreSQL store, without importing psycopg for the others."""
+    module = sys.modules.get("engram.store.postgres")
+    # Not imported: then no PostgresStore exists, and SQLite users never load psycopg.
+    return module is not None and isinstance(store, module.PostgresStore)
+
+
 def _rows_reader(rows: list[Message]) -> HistoryReader:
     """A history reader over rows already read (all the candidates, oldest first)."""
     ids = [m.id for m in rows]
@@ -666,6 +717,7 @@ def open(
     llm: LLMClient | str | None = FROM_ENV,
     memory_cap: int = DEFAULT_CAP,
     memory_budget: MemoryBudget | None = None,
+    run_jobs: bool = True,
     **store_options: Any,
 ) -> Engram:
     """Open Engram on a store URL (default: ``ENGRAM_URL``, else ``sqlite:///./engram.db``).
@@ -674,6 +726,8 @@ def open(
     ``llm`` is the summarizing model: a client, None (no model), or
     :data:`FROM_ENV` (default: ``ENGRAM_LLM_*`` variables; none set, no model).
     ``memory_cap`` and ``memory_budget`` govern long-term memories (seed 003).
+    ``run_jobs=False`` (PostgreSQL only): enqueue background jobs but leave
+    them to other processes' workers.
     """
     store = open_store(url or os.environ.get("ENGRAM_URL"), **store_options)
     try:
@@ -683,6 +737,7 @@ def open(
             llm=llm,
             memory_cap=memory_cap,
             memory_budget=memory_budget,
+            run_jobs=run_jobs,
         )
     except BaseException:
         store.close()

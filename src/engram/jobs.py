@@ -198,6 +198,16 @@ class JobQueue:
             ).fetchone()
         return None if row is None else _job(row)
 
+    def get_many(self, job_ids: list[int]) -> dict[int, Job]:
+        """The jobs among ``job_ids`` that exist, by id (one query, for watchers)."""
+        if not job_ids:
+            return {}
+        with self.store.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM jobs WHERE id = ANY(%s)", ([int(i) for i in job_ids],)
+            ).fetchall()
+        return {job.id: job for job in map(_job, rows)}
+
     def counts(self) -> dict[str, int]:
         """How many jobs are in each status."""
         with self.store.connection() as conn:

@@ -15,14 +15,18 @@ increasing order and a reader paging by id never skips a message that commits
 later. State saves are a single conditional ``UPDATE``/``INSERT``: two
 compactions of one session commit at most one new version.
 
-Connections come from a ``psycopg_pool.ConnectionPool`` that checks each
-connection before handing it out. A connection lost mid-call raises
+Connections come from a ``psycopg_pool.ConnectionPool`` and run in
+autocommit mode: a read is one statement and one round trip; a write opens an
+explicit transaction. A checked-out connection is probed without a round trip
+(is its socket readable while idle? then the server closed it or said
+something: only then is it pinged). A connection lost mid-call raises
 :class:`~engram.errors.ConnectionLost`; reads are retried once on a fresh
 connection, writes are not (the caller decides).
 """
 
 from __future__ import annotations
 
+import select
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
@@ -84,6 +88,21 @@ _SESSION_COLUMNS = (
     "first_message_at, last_message_at"
 )
 _MEMORY_COLUMNS = "id, scope, content, created_at, updated_at, source_session, metadata"
+
+#: A batch of messages in one statement: parallel arrays, inserted in batch order.
+_APPEND_SQL = """
+    INSERT INTO messages (scope, session, role, content, name, tool_calls, tool_call_id,
+                          created_at, tokens, metadata)
+    SELECT %(scope)s, %(session)s, b.role, b.content, b.name, b.tool_calls, b.tool_call_id,
+           b.created_at, b.tokens, b.metadata
+    FROM unnest(%(role)s::text[], %(content)s::text[], %(name)s::text[], %(tool_calls)s::json[],
+                %(tool_call_id)s::text[], %(created_at)s::timestamptz[], %(tokens)s::integer[],
+                %(metadata)s::jsonb[])
+         WITH ORDINALITY AS b(role, content, name, tool_calls, tool_call_id, created_at, tokens,
+                              metadata, ord)
+    ORDER BY b.ord
+    RETURNING id
+"""
 
 
 def _utc(value: datetime) -> datetime:
@@ -163,7 +182,20 @@ def _conninfo(url: str) -> str:
 def _configure(conn: Conn) -> None:
     # Timestamps come back in UTC whatever the server's default time zone is.
     conn.execute("SET TIME ZONE 'UTC'")
-    conn.commit()
+
+
+def _check(conn: Conn) -> None:
+    """Pool check on checkout, without a round trip for a healthy idle connection.
+
+    An idle connection has nothing to read; if its socket is readable, the
+    server closed it (killed backend, restart) or sent a notice: only then ping
+    it (``check_connection`` raises for a dead one, and the pool replaces it).
+    """
+    if conn.closed or conn.broken:
+        raise psycopg.OperationalError("the pooled connection is closed")
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if readable:
+        ConnectionPool.check_connection(conn)
 
 
 class PostgresStore:
@@ -194,8 +226,11 @@ class PostgresStore:
             min_size=min_size,
             max_size=max(min_size, max_size),
             open=False,
+            # Autocommit: a read is a single statement, so BEGIN/COMMIT would only
+            # add two round trips; writes open their own transaction (see _write).
+            kwargs={"autocommit": True},
             configure=_configure,
-            check=ConnectionPool.check_connection,
+            check=_check,
             timeout=timeout,
             name="engram",
         )
@@ -244,13 +279,13 @@ class PostgresStore:
 
         For modules that add tables of their own (:mod:`engram.jobs`).
         """
-        return self._connection()
+        return self._connection(transaction=True)
 
     # -- plumbing -------------------------------------------------------------------
 
     @contextmanager
-    def _connection(self) -> Iterator[Conn]:
-        """A pooled connection inside a transaction, committed on success.
+    def _connection(self, *, transaction: bool = False) -> Iterator[Conn]:
+        """A pooled (autocommit) connection; with ``transaction``, inside one committed on success.
 
         psycopg errors become Engram errors: a dropped connection is
         ConnectionLost (the pool discards the broken connection and opens a new
@@ -260,7 +295,11 @@ class PostgresStore:
             raise StoreError(f"the store {self.url} is closed")
         try:
             with self._pool.connection(timeout=self._timeout) as conn:
-                yield conn
+                if transaction:
+                    with conn.transaction():
+                        yield conn
+                else:
+                    yield conn
         except EngramError:
             raise
         except PoolTimeout as exc:
@@ -277,7 +316,10 @@ class PostgresStore:
             raise StoreError(f"PostgreSQL error at {self.url}: {exc}") from exc
 
     def _read(self, work: Callable[[Conn], T]) -> T:
-        """Run a read-only ``work``; retried once on a fresh connection if the first one died."""
+        """Run a read-only ``work``; retried once on a fresh connection if the first one died.
+
+        No transaction: each read is one statement (autocommit), so one round trip.
+        """
         try:
             with self._connection() as conn:
                 return work(conn)
@@ -289,7 +331,7 @@ class PostgresStore:
 
     def _write(self, work: Callable[[Conn], T]) -> T:
         """Run ``work`` in one transaction (never retried: it may have partly happened)."""
-        with self._connection() as conn:
+        with self._connection(transaction=True) as conn:
             return work(conn)
 
     # -- sessions -----------------------------------------------------------------
@@ -414,46 +456,49 @@ class PostgresStore:
                     max(stamps),
                 ),
             )
-            stored: list[Message] = []
-            with conn.cursor() as cur:
-                for message, stamp, count in zip(messages, stamps, tokens, strict=True):
-                    cur.execute(
-                        """
-                        INSERT INTO messages (scope, session, role, content, name, tool_calls,
-                                              tool_call_id, created_at, tokens, metadata)
-                        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
-                        RETURNING id
-                        """,
-                        (
-                            scope,
-                            session,
-                            message.role,
-                            message.content,
-                            message.name,
-                            None if message.tool_calls is None else Json(message.tool_calls),
-                            message.tool_call_id,
-                            stamp,
-                            int(count),
-                            Jsonb(frozen_metadata(message.metadata)),
-                        ),
-                    )
-                    row = cur.fetchone()
-                    assert row is not None
-                    stored.append(
-                        Message(
-                            id=int(row[0]),
-                            scope=scope,
-                            session=session,
-                            role=message.role,
-                            content=message.content,
-                            created_at=stamp,
-                            tokens=int(count),
-                            name=message.name,
-                            tool_calls=message.tool_calls,
-                            tool_call_id=message.tool_call_id,
-                            metadata=frozen_metadata(message.metadata),
-                        )
-                    )
+            # One statement for the whole batch (a round trip per message would
+            # dominate an import). Rows are inserted in ``ord`` order, so ids are drawn
+            # in batch order; sorting the returned ids pairs them with the messages.
+            rows = conn.execute(
+                _APPEND_SQL,
+                {
+                    "scope": scope,
+                    "session": session,
+                    "role": [m.role for m in messages],
+                    "content": [m.content for m in messages],
+                    "name": [m.name for m in messages],
+                    "tool_calls": [
+                        None if m.tool_calls is None else Json(m.tool_calls) for m in messages
+                    ],
+                    "tool_call_id": [m.tool_call_id for m in messages],
+                    "created_at": stamps,
+                    "tokens": [int(count) for count in tokens],
+                    "metadata": [Jsonb(frozen_metadata(m.metadata)) for m in messages],
+                },
+            ).fetchall()
+            ids = sorted(int(row[0]) for row in rows)
+            if len(ids) != len(messages):
+                raise StoreError(
+                    f"stored {len(ids)} of {len(messages)} messages in {scope}/{session}"
+                )
+            stored = [
+                Message(
+                    id=message_id,
+                    scope=scope,
+                    session=session,
+                    role=message.role,
+                    content=message.content,
+                    created_at=stamp,
+                    tokens=int(count),
+                    name=message.name,
+                    tool_calls=message.tool_calls,
+                    tool_call_id=message.tool_call_id,
+                    metadata=frozen_metadata(message.metadata),
+                )
+                for message_id, message, stamp, count in zip(
+                    ids, messages, stamps, tokens, strict=True
+                )
+            ]
             return stored
 
         return self._write(work)
@@ -557,55 +602,79 @@ class PostgresStore:
         terms = extract_terms(query)
         if not terms or _clamp(limit) == 0:
             return []
-        any_query = " || ".join([f"plainto_tsquery('{TS_CONFIG}', %s)"] * len(terms))
-        all_query = " && ".join([f"plainto_tsquery('{TS_CONFIG}', %s)"] * len(terms))
-        filters = ["m.scope = %s", "m.search @@ q.query"]
-        params: list[Any] = [*terms, *terms, scope]
+        names = [f"t{i}" for i in range(len(terms))]
+        params: dict[str, Any] = dict(zip(names, terms, strict=True))
+        any_query = " || ".join(f"plainto_tsquery('{TS_CONFIG}', %({n})s)" for n in names)
+        all_query = " && ".join(f"plainto_tsquery('{TS_CONFIG}', %({n})s)" for n in names)
+        filters = ["m.scope = %(scope)s"]
+        params.update(scope=scope, limit=_clamp(limit), options=HEADLINE_OPTIONS)
         if session is not None:
-            filters.append("m.session = %s")
-            params.append(session)
+            filters.append("m.session = %(session)s")
+            params["session"] = session
         if roles is not None:
-            filters.append("m.role = ANY(%s)")
-            params.append(list(roles))
+            filters.append("m.role = ANY(%(roles)s)")
+            params["roles"] = list(roles)
         if start is not None:
-            filters.append("m.created_at >= %s")
-            params.append(_utc(start))
+            filters.append("m.created_at >= %(start)s")
+            params["start"] = _utc(start)
         if end is not None:
-            filters.append("m.created_at < %s")
-            params.append(_utc(end))
-        params.append(_clamp(limit))
+            filters.append("m.created_at < %(end)s")
+            params["end"] = _utc(end)
+        where = " AND ".join(filters)
+        # Messages holding every word rank first, then the others, each by the score
+        # of the any-word query. Two index scans instead of scoring every any-word
+        # match: the second runs only when the first leaves room (a one-time filter),
+        # and only for several words. numnode = 0: only stop words, nothing to scan.
+        some = ""
+        if len(terms) > 1:
+            some = f"""
+            UNION ALL (
+                SELECT m.id, ts_rank_cd(m.search, q.query) AS score, false AS has_all
+                FROM messages m, q
+                WHERE numnode(q.query) > 0
+                  AND (SELECT count(*) FROM every_hit) < %(limit)s
+                  AND m.search @@ q.query AND NOT (m.search @@ q.every) AND {where}
+                ORDER BY score DESC, m.id DESC
+                LIMIT %(limit)s
+            )"""
         columns = ", ".join(f"m.{c.strip()}" for c in _MESSAGE_COLUMNS.split(","))
         sql = f"""
-            WITH q AS (SELECT ({any_query}) AS query, ({all_query}) AS every),
-            hits AS (
-                SELECT {columns}, ts_rank_cd(m.search, q.query) AS score, q.query AS query,
-                       (m.search @@ q.every) AS has_all
+            WITH q AS NOT MATERIALIZED (SELECT ({any_query}) AS query, ({all_query}) AS every),
+            every_hit AS (
+                SELECT m.id, ts_rank_cd(m.search, q.query) AS score, true AS has_all
                 FROM messages m, q
-                WHERE {" AND ".join(filters)}
-                ORDER BY has_all DESC, score DESC, m.id DESC
-                LIMIT %s
+                WHERE numnode(q.query) > 0 AND m.search @@ q.every AND {where}
+                ORDER BY score DESC, m.id DESC
+                LIMIT %(limit)s
+            ),
+            top AS (
+                (SELECT * FROM every_hit){some}
+                ORDER BY has_all DESC, score DESC, id DESC
+                LIMIT %(limit)s
             )
-            SELECT hits.*, ts_headline('{TS_CONFIG}', hits.content, hits.query, %s) AS snippet
-            FROM hits ORDER BY has_all DESC, score DESC, id DESC
+            SELECT {columns}, top.score, top.has_all,
+                   ts_headline('{TS_CONFIG}', m.content, q.query, %(options)s) AS snippet
+            FROM top JOIN messages m ON m.id = top.id, q
+            ORDER BY top.has_all DESC, top.score DESC, top.id DESC
         """
-        params.append(HEADLINE_OPTIONS)
 
         def work(conn: Conn) -> list[SearchHit]:
-            if conn.execute(f"SELECT numnode({any_query})", terms).fetchone() == (0,):
-                return []  # only stop words: nothing searchable
-            rows = conn.execute(sql, params).fetchall()
+            # Never prepared: a generic plan would keep plainto_tsquery($1) as a per-row
+            # filter and guess selectivity; with the words as constants the planner
+            # folds the tsquery and estimates from the tsvector statistics.
+            rows = conn.execute(sql, params, prepare=False).fetchall()
             stemmer = Stemmer()
             wanted = stemmer.stems(terms)
             hits = []
             for row in rows:
-                snippet = str(row[-1])
+                snippet = str(row[13])
                 if "[" not in snippet:
                     # ts_headline tokenizes the raw text (``3.14`` is one token): mark in Python.
                     snippet = highlight(row[4], stemmer.words(row[4]), wanted, name=row[7])
                 hits.append(
                     SearchHit(
                         message=_message(row[:11]),
-                        score=float(row[11]) + (1.0 if row[13] else 0.0),
+                        score=float(row[11]) + (1.0 if row[12] else 0.0),
                         snippet=snippet,
                     )
                 )
