@@ -193,9 +193,18 @@ def _check(conn: Conn) -> None:
     """
     if conn.closed or conn.broken:
         raise psycopg.OperationalError("the pooled connection is closed")
-    readable, _, _ = select.select([conn.fileno()], [], [], 0)
-    if readable:
+    if _readable(conn.fileno()):
         ConnectionPool.check_connection(conn)
+
+
+def _readable(fd: int) -> bool:
+    """True if ``fd`` has data (or EOF) to read right now; never blocks."""
+    if hasattr(select, "poll"):  # no FD_SETSIZE limit, unlike select()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)
+    return bool(readable)
 
 
 class PostgresStore:
