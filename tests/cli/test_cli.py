@@ -327,6 +327,9 @@ class TestDemo:
         assert result.exit_code == 0
         assert "[pricing]" in result.output.lower()
         assert "search_history" in result.output and "get_messages_by_date" in result.output
+        assert "Summary version 1 (offline)" in result.output  # compaction, with no model
+        assert "CONVERSATION SUMMARY" in result.output
+        assert "starts with sections LONG-TERM MEMORIES" in result.output  # seed 003
 
     def test_demo_reuses_a_given_store(self, tmp_path: Path) -> None:
         url = f"sqlite:///{tmp_path / 'demo.db'}"

@@ -171,3 +171,14 @@ class TestPromptText:
 
         data = merge_important_data({}, {"source_urls": ["https://example.com/a"]})
         assert json.loads(to_prompt_text(data)) == {"source_urls": ["https://example.com/a"]}
+
+
+class TestDecisionsOffline:
+    def test_bare_agreement_is_not_a_decision_but_a_stated_one_is(self):
+        data = extract_offline(
+            [
+                {"role": "user", "content": "Agreed."},
+                {"role": "user", "content": "We decided to launch Phoenix on April 29."},
+            ]
+        )
+        assert data["key_decisions"] == ["We decided to launch Phoenix on April 29."]

@@ -3,8 +3,11 @@
 It opens a throw-away SQLite database (or ``--db``), imports
 ``engram/data/sample_conversation.jsonl`` (a week of launch planning for a
 product called Phoenix), and shows what Engram does with it: what is stored,
-the lean prompt for a small budget, and what the retrieval tools return when
-the model asks for older history. No network, no LLM: it runs in seconds.
+the lean prompt for a small budget, what the retrieval tools return when the
+model asks for older history, the same history folded into a summary and
+important data (``summary_buffer``), and a long-term memory written when the
+conversation ends and shown in the next one. No network, no LLM (the offline
+summarizer and memory writer): it runs in seconds.
 """
 
 from __future__ import annotations
@@ -72,7 +75,8 @@ def demo_command(ctx: click.Context, db: str | None) -> None:
 
 
 def _run(url: str) -> None:
-    with engram.open(url) as mem:  # closed before the temporary directory is removed
+    # llm=None: offline even when ENGRAM_LLM_* is set; closed before the directory is removed
+    with engram.open(url, llm=None) as mem:
         _walkthrough(mem)
 
 
@@ -82,7 +86,9 @@ def _walkthrough(mem: Engram) -> None:
     _show_prompt(chat, stored_tokens)
     _show_search(chat)
     _show_by_date(chat)
-    _heading("5. Tools offered to the model (OpenAI, Responses, Anthropic and MCP schemas)")
+    _show_compaction(chat)
+    _show_memory(mem, chat)
+    _heading("7. Tools offered to the model (OpenAI, Responses, Anthropic and MCP schemas)")
     names = [schema["function"]["name"] for schema in tools.schemas("openai")]
     click.echo("  " + ", ".join(names))
     click.echo("\nOn your own data: engram import FILE --session ID; engram context --session ID")
@@ -140,6 +146,42 @@ def _show_by_date(chat: Session) -> None:
     for item in day.get("messages", []):
         preview = first_line(item.get("content", ""), WIDTH - 20)
         click.echo(f"  #{item['id']} {item['created_at'][11:16]} {item['role']:<9} {preview}")
+
+
+def _show_compaction(chat: Session) -> None:
+    _heading("5. The same history under 'summary_buffer' (seed 001: summarize over 3,000 tokens)")
+    result = chat.compact(system=DEMO_SYSTEM, policy="summary_buffer")
+    state = chat.compaction_state()
+    if result.committed or state.summary_version:
+        click.echo(
+            f"  Summary version {state.summary_version} ({state.summarizer}), "
+            f"{len(state.summary.split())} words, covers messages up to id {state.watermark}:"
+        )
+        click.echo(f"  {first_line(state.summary, WIDTH)}")
+        data = state.important_data
+        for key in ("key_decisions", "source_urls", "entities"):
+            if data.get(key):
+                click.echo(f"  {key}: {first_line('; '.join(map(str, data[key][:3])), WIDTH)}")
+    built = chat.context(DEMO_BUDGET, system=DEMO_SYSTEM, model=DEMO_MODEL, policy="summary_buffer")
+    click.echo(
+        f"  Prompt: {built.tokens:,} tokens; sections {', '.join(built.sections)}; "
+        f"{len(built.message_ids)} recent messages. Nothing stored was changed."
+    )
+
+
+def _show_memory(mem: Engram, chat: Session) -> None:
+    _heading("6. The conversation ends: a long-term memory for the scope (seed 003)")
+    outcome = chat.end("demo finished", wait=True).result()
+    written = outcome.memory.content if outcome.memory else outcome.detail
+    click.echo(f"  {outcome.status}: {first_line(written, WIDTH)}")
+    follow_up = mem.session("phoenix-follow-up", scope=DEMO_SCOPE)
+    if not follow_up.messages(limit=1):
+        follow_up.add("user", "Where did we land on launch pricing?")
+    built = follow_up.context(DEMO_BUDGET, system=DEMO_SYSTEM, model=DEMO_MODEL)
+    click.echo(
+        f"  A new conversation in scope {DEMO_SCOPE!r} starts with sections "
+        f"{', '.join(built.sections) or '(none)'}; {built.tokens:,} tokens."
+    )
 
 
 def _call(chat: Session, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

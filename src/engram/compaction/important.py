@@ -59,6 +59,8 @@ IMPORTANT_KEYS = (
 )
 #: Longest string kept for one item; longer ones are cut (a model can ramble).
 MAX_ITEM_CHARS = 500
+#: A decision sentence needs this many words to say what was decided ("Agreed." does not).
+MIN_DECISION_WORDS = 4
 #: Most items kept per list after a merge (oldest dropped first).
 MAX_LIST_ITEMS = 200
 
@@ -335,7 +337,7 @@ def extract_offline(messages: Sequence[Mapping[str, Any]]) -> JSON:
             continue
         for sentence in _sentences(text):
             _preferences(sentence, prefs)
-            if _DECISION.search(sentence):
+            if _DECISION.search(sentence) and len(sentence.split()) >= MIN_DECISION_WORDS:
                 data["key_decisions"].append(sentence)
             for match in _FACT.finditer(sentence):
                 fact = match.group("fact") or match.group("note") or match.group("imp")
