@@ -7,6 +7,7 @@ Protocol is used here, never a backend's internals.
 from __future__ import annotations
 
 import itertools
+import threading
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -404,6 +405,25 @@ class TestState:
         cache = store.load_state("p", "s", "tool_cache")
         assert agent is not None and agent.data == data and agent.kind == "agent"
         assert cache is not None and cache.data == {"k": "v"}
+
+    def test_racing_writers_have_one_winner(self, store: Store) -> None:
+        store.ensure_session("p", "s")
+        wins: list[int] = []
+        barrier = threading.Barrier(4)
+
+        def contender(n: int) -> None:
+            barrier.wait()
+            if store.save_state("p", "s", "compaction", {"by": n}, expected_version=0):
+                wins.append(n)
+
+        threads = [threading.Thread(target=contender, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(wins) == 1
+        state = store.load_state("p", "s", "compaction")
+        assert state is not None and state.version == 1 and state.data == {"by": wins[0]}
 
 
 class TestMemories:

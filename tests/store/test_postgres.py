@@ -186,25 +186,6 @@ class TestSearch:
 
 
 class TestConcurrency:
-    def test_compare_and_set_one_winner_per_version(self, store: PostgresStore) -> None:
-        store.ensure_session("p", "s")
-        wins: list[int] = []
-        barrier = threading.Barrier(4)
-
-        def contender(i: int) -> None:
-            barrier.wait()
-            if store.save_state("p", "s", "compaction", {"by": i}, expected_version=0):
-                wins.append(i)
-
-        threads = [threading.Thread(target=contender, args=(i,)) for i in range(4)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert len(wins) == 1
-        state = store.load_state("p", "s", "compaction")
-        assert state is not None and state.version == 1 and state.data == {"by": wins[0]}
-
     def test_threads_appending_to_one_session_keep_id_order(self, store: PostgresStore) -> None:
         def writer(i: int) -> None:
             for j in range(10):

@@ -431,24 +431,6 @@ class TestConcurrentWriters:
             assert info is not None and info.message_count == 60
             assert len(b.page("p", "s", limit=100)) == 60
 
-    def test_compare_and_set_has_one_winner(self, store: SQLiteStore) -> None:
-        wins: list[int] = []
-        barrier = threading.Barrier(8)
-
-        def work(n: int) -> None:
-            barrier.wait()
-            if store.save_state("p", "s", "compaction", {"by": n}, expected_version=0):
-                wins.append(n)
-
-        threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        assert len(wins) == 1
-        state = store.load_state("p", "s", "compaction")
-        assert state is not None and state.data == {"by": wins[0]} and state.version == 1
-
 
 class TestSessionCache:
     def test_purge_through_another_store_is_noticed(self, db_path: Path) -> None:
