@@ -64,10 +64,18 @@ AGENTS_MAIN = f"{MAIN_SCOPE}/{MAIN_SESSION}"
 # Files whose content decides whether a cached Engram database is still valid.
 _ENGRAM_SQLITE_FILES = (
     "src/engram/store/sqlite.py",
+    "src/engram/store/sqlite_connection.py",
     "src/engram/store/sqlite_migrations.py",
     "src/engram/store/sqlite_rows.py",
+    "src/engram/store/sqlite_scope.py",
 )
-_ENGRAM_PG_FILES = ("src/engram/store/postgres.py", "src/engram/store/postgres_migrations.py")
+_ENGRAM_PG_FILES = (
+    "src/engram/store/postgres.py",
+    "src/engram/store/postgres_connection.py",
+    "src/engram/store/postgres_migrations.py",
+    "src/engram/store/postgres_rows.py",
+    "src/engram/store/postgres_scope.py",
+)
 
 
 def log(message: str) -> None:

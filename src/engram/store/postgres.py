@@ -15,58 +15,55 @@ increasing order and a reader paging by id never skips a message that commits
 later. State saves are a single conditional ``UPDATE``/``INSERT``: two
 compactions of one session commit at most one new version.
 
-Connections come from a ``psycopg_pool.ConnectionPool`` and run in
-autocommit mode: a read is one statement and one round trip; a write opens an
-explicit transaction. A checked-out connection is probed without a round trip
-(is its socket readable while idle? then the server closed it or said
-something: only then is it pinged). A connection lost mid-call raises
-:class:`~engram.errors.ConnectionLost`; reads are retried once on a fresh
-connection, writes are not (the caller decides).
+The pool and error mapping are in :mod:`engram.store.postgres_connection`;
+memories, their audit trail and LLM usage (scope-level data) in
+:mod:`engram.store.postgres_scope`; row decoding in
+:mod:`engram.store.postgres_rows`.
 """
 
 from __future__ import annotations
 
-import select
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime
-from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
 
-from engram.errors import ConfigError, ConnectionLost, EngramError, MissingDependency, StoreError
+from engram.errors import ConfigError, ConnectionLost, StoreError
 from engram.models import (
     JSON,
-    MemoryRecord,
     Message,
     NewMessage,
     SearchHit,
     SessionInfo,
     StateRecord,
-    UsageRecord,
     frozen_metadata,
 )
 from engram.search_query import terms as extract_terms
-from engram.store.base import MAX_PAGE
 from engram.store.batch_check import check_batch, json_value
-from engram.store.snippets import Stemmer, highlight
-from engram.store.usage_totals import usage_summary
-
-try:
-    import psycopg
-    from psycopg.types.json import Json, Jsonb
-    from psycopg_pool import ConnectionPool, PoolTimeout
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingDependency(
-        "the PostgreSQL backend needs the 'postgres' extra: pip install 'engram[postgres]'"
-    ) from exc
-
+from engram.store.postgres_connection import (
+    DEFAULT_MAX_SIZE,
+    DEFAULT_MIN_SIZE,
+    DEFAULT_TIMEOUT,
+    Conn,
+    ConnectionPool,
+    Json,
+    Jsonb,
+    PostgresConnections,
+    psycopg,
+)
+from engram.store.postgres_connection import check_on_checkout as _check
+from engram.store.postgres_connection import configure_connection as _configure
+from engram.store.postgres_connection import libpq_conninfo as _conninfo
+from engram.store.postgres_connection import mask_url as _mask
 from engram.store.postgres_migrations import migrate
+from engram.store.postgres_rows import MESSAGE_COLUMNS as _MESSAGE_COLUMNS
+from engram.store.postgres_rows import SESSION_COLUMNS as _SESSION_COLUMNS
+from engram.store.postgres_rows import clamp as _clamp
+from engram.store.postgres_rows import message as _message
+from engram.store.postgres_rows import session as _session
+from engram.store.postgres_rows import utc as _utc
+from engram.store.postgres_scope import PostgresScopeData
+from engram.store.snippets import Stemmer, highlight
 
-#: Default pool bounds; override with ``open_store(url, min_size=..., max_size=...)``.
-DEFAULT_MIN_SIZE = 1
-DEFAULT_MAX_SIZE = 10
-#: Seconds to wait for a pooled connection before raising ConnectionLost.
-DEFAULT_TIMEOUT = 30.0
 #: Text-search configuration made by migration 001 (English stems, no stop words).
 TS_CONFIG = "engram_english"
 #: ``ts_headline`` options: ``[``/``]`` around matches, a short fragment.
@@ -74,20 +71,7 @@ HEADLINE_OPTIONS = (
     "StartSel=[, StopSel=], MaxWords=30, MinWords=12, ShortWord=2, HighlightAll=false"
 )
 
-Conn = psycopg.Connection[tuple[Any, ...]]
-T = TypeVar("T")
-
 _OPTIONS = frozenset({"min_size", "max_size", "timeout", "migrate_schema"})
-
-_MESSAGE_COLUMNS = (
-    "id, scope, session, role, content, created_at, tokens, name, tool_calls, tool_call_id, "
-    "metadata"
-)
-_SESSION_COLUMNS = (
-    "scope, id, created_at, updated_at, message_count, token_count, policy, "
-    "first_message_at, last_message_at"
-)
-_MEMORY_COLUMNS = "id, scope, content, created_at, updated_at, source_session, metadata"
 
 #: A batch of messages in one statement: parallel arrays, inserted in batch order.
 _APPEND_SQL = """
@@ -105,109 +89,7 @@ _APPEND_SQL = """
 """
 
 
-def _utc(value: datetime) -> datetime:
-    """Aware UTC datetime (naive values are taken as UTC, as everywhere in Engram)."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
-
-
-def _utc_or_none(value: datetime | None) -> datetime | None:
-    return None if value is None else _utc(value)
-
-
-def _clamp(limit: int) -> int:
-    return max(0, min(int(limit), MAX_PAGE))
-
-
-def _message(row: Sequence[Any]) -> Message:
-    return Message(
-        id=int(row[0]),
-        scope=row[1],
-        session=row[2],
-        role=row[3],
-        content=row[4],
-        created_at=_utc(row[5]),
-        tokens=int(row[6]),
-        name=row[7],
-        tool_calls=row[8],
-        tool_call_id=row[9],
-        metadata=dict(row[10] or {}),
-    )
-
-
-def _session(row: Sequence[Any]) -> SessionInfo:
-    return SessionInfo(
-        scope=row[0],
-        id=row[1],
-        created_at=_utc(row[2]),
-        updated_at=_utc(row[3]),
-        message_count=int(row[4]),
-        token_count=int(row[5]),
-        policy=row[6],
-        first_message_at=_utc_or_none(row[7]),
-        last_message_at=_utc_or_none(row[8]),
-    )
-
-
-def _memory(row: Sequence[Any]) -> MemoryRecord:
-    return MemoryRecord(
-        id=int(row[0]),
-        scope=row[1],
-        content=row[2],
-        created_at=_utc(row[3]),
-        updated_at=_utc(row[4]),
-        source_session=row[5],
-        metadata=dict(row[6] or {}),
-    )
-
-
-def _mask(url: str) -> str:
-    """The URL with any password replaced by ``***``."""
-    parts = urlsplit(url)
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url
-
-
-def _conninfo(url: str) -> str:
-    """A libpq URI from an Engram URL (``postgres://``, ``postgresql+psycopg://`` ...)."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or scheme.lower().split("+", 1)[0] not in ("postgresql", "postgres"):
-        raise ConfigError(f"not a PostgreSQL URL: {_mask(url)!r}")
-    return "postgresql://" + rest
-
-
-def _configure(conn: Conn) -> None:
-    # Timestamps come back in UTC whatever the server's default time zone is.
-    conn.execute("SET TIME ZONE 'UTC'")
-
-
-def _check(conn: Conn) -> None:
-    """Pool check on checkout, without a round trip for a healthy idle connection.
-
-    An idle connection has nothing to read; if its socket is readable, the
-    server closed it (killed backend, restart) or sent a notice: only then ping
-    it (``check_connection`` raises for a dead one, and the pool replaces it).
-    """
-    if conn.closed or conn.broken:
-        raise psycopg.OperationalError("the pooled connection is closed")
-    if _readable(conn.fileno()):
-        ConnectionPool.check_connection(conn)
-
-
-def _readable(fd: int) -> bool:
-    """True if ``fd`` has data (or EOF) to read right now; never blocks."""
-    if hasattr(select, "poll"):  # no FD_SETSIZE limit, unlike select()
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        return bool(poller.poll(0))
-    readable, _, _ = select.select([fd], [], [], 0)
-    return bool(readable)
-
-
-class PostgresStore:
+class PostgresStore(PostgresScopeData, PostgresConnections):
     """The :class:`~engram.store.base.Store` over PostgreSQL (psycopg 3 + a connection pool)."""
 
     def __init__(
@@ -271,77 +153,6 @@ class PostgresStore:
                 f"unknown PostgreSQL store option(s) {sorted(unknown)}; use {sorted(_OPTIONS)}"
             )
         return cls(_conninfo(url), url=url, **options)
-
-    def close(self) -> None:
-        """Close every pooled connection. Safe to call twice."""
-        if not self._closed:
-            self._closed = True
-            self._pool.close()
-
-    @property
-    def pool(self) -> ConnectionPool[Conn]:
-        """The connection pool (for :mod:`engram.jobs` and benchmarks)."""
-        return self._pool
-
-    def connection(self) -> AbstractContextManager[Conn]:
-        """A pooled connection in a transaction (committed on success), errors mapped.
-
-        For modules that add tables of their own (:mod:`engram.jobs`).
-        """
-        return self._connection(transaction=True)
-
-    # -- plumbing -------------------------------------------------------------------
-
-    @contextmanager
-    def _connection(self, *, transaction: bool = False) -> Iterator[Conn]:
-        """A pooled (autocommit) connection; with ``transaction``, inside one committed on success.
-
-        psycopg errors become Engram errors: a dropped connection is
-        ConnectionLost (the pool discards the broken connection and opens a new
-        one), anything else is StoreError.
-        """
-        if self._closed:
-            raise StoreError(f"the store {self.url} is closed")
-        try:
-            with self._pool.connection(timeout=self._timeout) as conn:
-                if transaction:
-                    with conn.transaction():
-                        yield conn
-                else:
-                    yield conn
-        except EngramError:
-            raise
-        except PoolTimeout as exc:
-            raise ConnectionLost(
-                f"no PostgreSQL connection to {self.url} became available within "
-                f"{self._timeout:g}s (server down or pool exhausted): {exc}"
-            ) from exc
-        except psycopg.OperationalError as exc:
-            raise ConnectionLost(
-                f"lost the connection to PostgreSQL at {self.url} ({exc}); "
-                "the pool reconnects, so the call can be retried"
-            ) from exc
-        except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL error at {self.url}: {exc}") from exc
-
-    def _read(self, work: Callable[[Conn], T]) -> T:
-        """Run a read-only ``work``; retried once on a fresh connection if the first one died.
-
-        No transaction: each read is one statement (autocommit), so one round trip.
-        """
-        try:
-            with self._connection() as conn:
-                return work(conn)
-        except ConnectionLost as exc:
-            if isinstance(exc.__cause__, PoolTimeout):
-                raise  # already waited the whole timeout: do not wait twice
-            with self._connection() as conn:
-                return work(conn)
-
-    def _write(self, work: Callable[[Conn], T]) -> T:
-        """Run ``work`` in one transaction (never retried: it may have partly happened)."""
-        with self._connection(transaction=True) as conn:
-            return work(conn)
 
     # -- sessions -----------------------------------------------------------------
 
@@ -774,207 +585,5 @@ class PostgresStore:
 
         return self._write(work)
 
-    # -- memories -----------------------------------------------------------------
-
-    def add_memory(
-        self,
-        scope: str,
-        content: str,
-        *,
-        source_session: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        created_at: datetime | None = None,
-    ) -> MemoryRecord:
-        """Store a new memory for the scope."""
-        stamp = _utc(created_at) if created_at is not None else datetime.now(UTC)
-
-        def work(conn: Conn) -> MemoryRecord:
-            row = conn.execute(
-                f"""
-                INSERT INTO memories
-                    (scope, content, source_session, metadata, created_at, updated_at)
-                VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_MEMORY_COLUMNS}
-                """,
-                (
-                    scope,
-                    content,
-                    source_session,
-                    Jsonb(json_value(frozen_metadata(metadata), "memory metadata")),
-                    stamp,
-                    stamp,
-                ),
-            ).fetchone()
-            assert row is not None
-            return _memory(row)
-
-        return self._write(work)
-
-    def list_memories(self, scope: str) -> list[MemoryRecord]:
-        """The scope's memories, oldest first (ties by id)."""
-
-        def work(conn: Conn) -> list[MemoryRecord]:
-            rows = conn.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE scope = %s ORDER BY created_at, id",
-                (scope,),
-            ).fetchall()
-            return [_memory(row) for row in rows]
-
-        return self._read(work)
-
-    def get_memory(self, scope: str, memory_id: int) -> MemoryRecord | None:
-        """One memory, only if it belongs to ``scope``."""
-        if not -(2**63) <= int(memory_id) < 2**63:
-            return None
-
-        def work(conn: Conn) -> MemoryRecord | None:
-            row = conn.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = %s AND scope = %s",
-                (int(memory_id), scope),
-            ).fetchone()
-            return None if row is None else _memory(row)
-
-        return self._read(work)
-
-    def update_memory(
-        self,
-        scope: str,
-        memory_id: int,
-        *,
-        content: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> MemoryRecord | None:
-        """Change content and/or metadata; bumps ``updated_at``. None if not in scope."""
-        if not -(2**63) <= int(memory_id) < 2**63:
-            return None
-
-        def work(conn: Conn) -> MemoryRecord | None:
-            row = conn.execute(
-                f"""
-                UPDATE memories SET
-                    content = COALESCE(%s, content),
-                    metadata = COALESCE(%s, metadata),
-                    updated_at = GREATEST(clock_timestamp(), updated_at)
-                WHERE id = %s AND scope = %s
-                RETURNING {_MEMORY_COLUMNS}
-                """,
-                (
-                    content,
-                    None
-                    if metadata is None
-                    else Jsonb(json_value(dict(metadata), "memory metadata")),
-                    int(memory_id),
-                    scope,
-                ),
-            ).fetchone()
-            return None if row is None else _memory(row)
-
-        return self._write(work)
-
-    def delete_memory(self, scope: str, memory_id: int) -> bool:
-        """Delete one memory of the scope. True if it existed."""
-        if not -(2**63) <= int(memory_id) < 2**63:
-            return False
-
-        def work(conn: Conn) -> bool:
-            cur = conn.execute(
-                "DELETE FROM memories WHERE id = %s AND scope = %s", (int(memory_id), scope)
-            )
-            return cur.rowcount > 0
-
-        return self._write(work)
-
-    def purge_memories(self, scope: str) -> int:
-        """Delete every memory of the scope (the audit trail stays). Returns how many."""
-
-        def work(conn: Conn) -> int:
-            return conn.execute("DELETE FROM memories WHERE scope = %s", (scope,)).rowcount
-
-        return self._write(work)
-
-    def add_audit(self, scope: str, event: Mapping[str, Any]) -> None:
-        """Append an event to the scope's audit trail (an ISO ``at`` in the event is kept)."""
-        body = dict(event)
-        body.pop("id", None)
-        at = _parse_at(body.pop("at", None))
-
-        def work(conn: Conn) -> None:
-            conn.execute(
-                "INSERT INTO memory_audit (scope, at, event) VALUES (%s, %s, %s)",
-                (scope, at, Jsonb(json_value(body, "audit event"))),
-            )
-
-        self._write(work)
-
-    def list_audit(self, scope: str, *, limit: int = 100) -> list[JSON]:
-        """The scope's audit events, newest first; each has ``id`` and ``at`` added."""
-
-        def work(conn: Conn) -> list[JSON]:
-            rows = conn.execute(
-                "SELECT id, at, event FROM memory_audit WHERE scope = %s ORDER BY id DESC LIMIT %s",
-                (scope, _clamp(limit)),
-            ).fetchall()
-            return [
-                {**dict(row[2]), "id": int(row[0]), "at": _utc(row[1]).isoformat()} for row in rows
-            ]
-
-        return self._read(work)
-
-    # -- usage --------------------------------------------------------------------
-
-    def record_usage(self, scope: str, session: str | None, usage: UsageRecord) -> None:
-        """Record one LLM call made on behalf of the scope (and session, if any)."""
-
-        def work(conn: Conn) -> None:
-            conn.execute(
-                """
-                INSERT INTO usage (scope, session, model, purpose, input_tokens, output_tokens,
-                                   cost_usd, created_at)
-                VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
-                """,
-                (
-                    scope,
-                    session,
-                    usage.model,
-                    usage.purpose,
-                    int(usage.input_tokens),
-                    int(usage.output_tokens),
-                    usage.cost_usd,
-                    _utc(usage.created_at),
-                ),
-            )
-
-        self._write(work)
-
-    def usage_totals(self, scope: str, session: str | None = None) -> JSON:
-        """Sums: ``calls``, ``input_tokens``, ``output_tokens``, ``cost_usd``, by purpose too."""
-        where = "scope = %s" + (" AND session = %s" if session is not None else "")
-        params: list[Any] = [scope] + ([session] if session is not None else [])
-
-        def work(conn: Conn) -> list[tuple[Any, ...]]:
-            return conn.execute(
-                f"""
-                SELECT purpose, count(*), coalesce(sum(input_tokens), 0),
-                       coalesce(sum(output_tokens), 0), coalesce(sum(cost_usd), 0)
-                FROM usage WHERE {where} GROUP BY purpose ORDER BY purpose
-                """,
-                params,
-            ).fetchall()
-
-        return usage_summary(
-            (str(r[0]), int(r[1]), int(r[2]), int(r[3]), float(r[4])) for r in self._read(work)
-        )
-
     def __repr__(self) -> str:
         return f"PostgresStore({self.url!r})"
-
-
-def _parse_at(value: object) -> datetime:
-    """An audit event's own ``at`` (kept when copying stores), else now."""
-    if isinstance(value, datetime):
-        return _utc(value)
-    if isinstance(value, str):
-        try:
-            return _utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
-        except ValueError:
-            pass
-    return datetime.now(UTC)

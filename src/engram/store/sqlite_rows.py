@@ -1,6 +1,6 @@
 """Rows of the SQLite backend to and from Engram's values: columns, timestamps, JSON.
 
-Kept apart from :mod:`engram.store.sqlite` (connections, transactions, queries)
+Kept apart from :mod:`engram.store.sqlite` and its helpers (connections, queries)
 so the decoding rules live in one place. Timestamps are fixed-width ISO-8601 UTC
 text; JSON columns hold NULL for "nothing" so readers skip decoding.
 """
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from engram.errors import ConfigError, CorruptedData
-from engram.models import JSON, MemoryRecord, Message, SessionInfo
+from engram.errors import ConfigError, CorruptedData, InvalidMessage
+from engram.models import JSON, ROLES, MemoryRecord, Message, NewMessage, SessionInfo
 
 # Compact, exact JSON; NaN/Infinity refused because no other backend can store them.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
@@ -79,6 +79,34 @@ def dump(value: Any, what: str, error: type[Exception] = ConfigError) -> str:
         return _encode(value)
     except (TypeError, ValueError) as exc:
         raise error(f"{what} cannot be stored as JSON: {exc}") from exc
+
+
+def message_row(index: int, m: NewMessage, tokens: int) -> tuple[Any, ...]:
+    """The column values of new message ``index`` (after ``session_id``), checked.
+
+    Raises:
+        InvalidMessage: unknown role, content that is not text, or a bad token count.
+    """
+    if m.role not in ROLES:
+        raise InvalidMessage(
+            f"message {index} has role {m.role!r}; expected one of {sorted(ROLES)}"
+        )
+    if not isinstance(m.content, str):
+        raise InvalidMessage(
+            f"message {index} content must be text, not {type(m.content).__name__}"
+        )
+    if not isinstance(tokens, int) or tokens < 0:
+        raise InvalidMessage(f"message {index} has token count {tokens!r}; expected an int >= 0")
+    return (
+        ts(m.created_at),
+        m.role,
+        m.content,
+        m.name,
+        None if m.tool_calls is None else dump(m.tool_calls, "tool_calls", InvalidMessage),
+        m.tool_call_id,
+        dump(m.metadata, "metadata", InvalidMessage) if m.metadata else None,
+        tokens,
+    )
 
 
 def message(scope: str, session: str, row: Sequence[Any]) -> Message:
