@@ -63,11 +63,12 @@ from pathlib import Path
 from typing import Any
 
 import engram
+from engram.compaction.cycle import plan_state, unfolded
 from engram.compaction.planner import plan_compaction, rows_from_messages
-from engram.compaction.runner import plan_state, section_tokens, unfolded
-from engram.engine import PREREAD_ROWS, has_triggers
 from engram.llm.client import LLMClient
 from engram.policy import PRESETS, Policy, get_policy
+from engram.prompt import PREREAD_ROWS
+from engram.sections.summary import section_tokens
 from engram.testing import FakeLLMServer, RecordedRequest
 from engram.tokens import REPLY_PRIMING, count_message, storage_counter
 
@@ -318,7 +319,7 @@ def run_preset(
     curve = _Curve.empty()
     system_tokens = _naive_system_tokens()
     extra = section_tokens(SYSTEM_PROMPT)
-    triggers = has_triggers(policy)
+    triggers = policy.compacts
     use_exchanges = policy.max_exchanges is not None
     history = system_tokens + REPLY_PRIMING
     violations = 0

@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 
 import engram
+from engram.background.queue import COMPACTION, MEMORY, QueueScheduler, dedupe_key
 from engram.engine import Engram
 from engram.jobs import JobQueue
-from engram.queue_worker import COMPACTION, MEMORY, QueueWorker, dedupe_key
 from engram.store.postgres import PostgresStore
 
 try:
@@ -64,7 +64,7 @@ def _jobs(mem: Engram) -> list[tuple[str, str, str | None, int]]:
         return [(str(k), str(s), sess, int(a)) for k, s, sess, a in rows.fetchall()]
 
 
-def _workers(mem: Engram) -> QueueWorker:
+def _workers(mem: Engram) -> QueueScheduler:
     assert mem.jobs is not None
     return mem.jobs
 

@@ -11,9 +11,10 @@ for the model to recall anything it no longer sees::
 """
 
 from engram import tools
-from engram.compaction.runner import CompactionResult
+from engram.compaction.cycle import CompactionResult
+from engram.config import Config
 from engram.context import Context, Section
-from engram.engine import FROM_ENV, Engram, Session, open
+from engram.engine import FROM_ENV, Engram, open
 from engram.errors import (
     ConfigError,
     CorruptedData,
@@ -33,6 +34,7 @@ from engram.llm import LLMClient
 from engram.memories import Memories
 from engram.models import MemoryRecord, Message, SearchHit, SessionInfo
 from engram.policy import PRESETS, Policy, get_policy
+from engram.session import Session
 from engram.store import Store, open_store
 from engram.tokens import TokenCounter, counter_for_model
 
@@ -42,6 +44,7 @@ __all__ = [
     "FROM_ENV",
     "PRESETS",
     "CompactionResult",
+    "Config",
     "ConfigError",
     "Context",
     "CorruptedData",

@@ -16,7 +16,8 @@ The tree::
     ├── StoreError                         the storage backend failed
     │   ├── MigrationError
     │   ├── CorruptedData                  a stored document or state cannot be read
-    │   └── ConnectionLost                 the database went away (the pool recovers)
+    │   ├── ConnectionLost                 the database went away (the pool recovers)
+    │   └── Contention                     concurrent writers won every compare-and-set
     └── LLMError                           the model could not be used
         ├── LLMTimeout
         └── LLMBadResponse                 garbage, invalid JSON, wrong shape
@@ -105,3 +106,7 @@ class LLMTimeout(LLMError):
 
 class LLMBadResponse(LLMError):
     """The model answered with something unusable (invalid JSON, wrong shape)."""
+
+
+class Contention(StoreError):
+    """Concurrent writers won every compare-and-set attempt; nothing was written."""

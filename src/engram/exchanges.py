@@ -30,27 +30,53 @@ which also holds the exchange counters and the one-time injection flag.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
 
-from engram.context import Section
-from engram.errors import ConfigError, CorruptedData, InvalidQuery, StoreError
+from engram.compaction.cycle import unfolded
+from engram.compaction.state import CompactionState
+from engram.context import Context
+from engram.errors import ConfigError, InvalidQuery
 from engram.models import JSON, Message
+from engram.runtime import Runtime
+from engram.sections.tool_cache import (
+    ANSWER,
+    CACHE_TITLE,
+    EXCHANGE_KEY,
+    INJECTION,
+    QUESTION,
+    STEP,
+    TOOL_CACHE_KIND,
+    CacheEntry,
+    ExchangeState,
+    cache_key,
+    cache_section,
+    load_exchange_state,
+    parse_exchange_state,
+)
+from engram.statedoc import compare_and_set
 
-if TYPE_CHECKING:
-    from engram.engine import Session
+__all__ = [
+    "ANSWER",
+    "CACHE_TITLE",
+    "EXCHANGE_KEY",
+    "INJECTION",
+    "QUESTION",
+    "STEP",
+    "TOOL_CACHE_KIND",
+    "CacheEntry",
+    "ExchangeHost",
+    "ExchangeState",
+    "Exchanges",
+    "cache_key",
+    "cache_section",
+    "load_exchange_state",
+    "parse_exchange_state",
+]
 
-#: ``kind`` of the state document.
-TOOL_CACHE_KIND = "tool_cache"
-#: Metadata key that tags the messages of the exchange API.
-EXCHANGE_KEY = "exchange"
-QUESTION, STEP, ANSWER, INJECTION = "question", "step", "answer", "injection"
-#: Title of the prompt section that lists cached tool results.
-CACHE_TITLE = "CACHED TOOL RESULTS"
 #: Most entries the cache holds; the oldest are evicted first.
 MAX_CACHE_ENTRIES = 100
 #: Largest cached result (UTF-8 bytes); longer results are not cached.
@@ -65,147 +91,51 @@ DEBUG_LINE_CHARS = 200
 MAX_UPDATE_ATTEMPTS = 20
 
 
-def cache_key(tool_name: str, parameters: Mapping[str, Any]) -> str:
-    """Seed 004's key: MD5 of ``tool_name:`` and the parameters as sorted JSON."""
-    params_json = json.dumps(parameters, sort_keys=True)
-    return hashlib.md5(f"{tool_name}:{params_json}".encode()).hexdigest()
+class ExchangeHost(Protocol):
+    """What the exchange API needs of a session (``engram.Session`` is one)."""
 
+    scope: str
+    id: str
+    runtime: Runtime
 
-@dataclass(frozen=True, slots=True)
-class CacheEntry:
-    """One cached tool result (seed 004's cache entry)."""
+    def add(
+        self,
+        role: str,
+        content: str | None,
+        *,
+        name: str | None = None,
+        tool_calls: Sequence[Mapping[str, Any]] | None = None,
+        tool_call_id: str | None = None,
+        created_at: datetime | str | float | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Message:
+        """Store one message."""
+        ...
 
-    key: str
-    tool_name: str
-    parameters: JSON
-    result: str
-    remaining_duration: int
-    original_duration: int
-    call_id: str | None
-    cached_at: float
+    def add_many(self, messages: Iterable[Mapping[str, Any]]) -> list[Message]:
+        """Store messages in one transaction."""
+        ...
 
-    def to_dict(self) -> JSON:
-        """JSON-ready form (without the key, which indexes it)."""
-        return {
-            "tool_name": self.tool_name,
-            "parameters": self.parameters,
-            "result": self.result,
-            "remaining_duration": self.remaining_duration,
-            "original_duration": self.original_duration,
-            "call_id": self.call_id,
-            "cached_at": self.cached_at,
-        }
+    def compact_later(self) -> bool:
+        """Schedule a compaction when the policy says one is due."""
+        ...
 
+    def context(self, budget: int | None = None, *, system: str | None = None) -> Context:
+        """The prompt of the next turn."""
+        ...
 
-@dataclass(frozen=True, slots=True)
-class ExchangeState:
-    """The ``tool_cache`` document: cache entries, counters, the open exchange, the flag."""
-
-    entries: tuple[CacheEntry, ...] = ()
-    exchanges: int = 0
-    current_question_id: int | None = None
-    last_answer_id: int | None = None
-    injection_done: bool = False
-
-    def to_dict(self) -> JSON:
-        """JSON-ready document."""
-        return {
-            "entries": {e.key: e.to_dict() for e in self.entries},
-            "exchanges": self.exchanges,
-            "current_question_id": self.current_question_id,
-            "last_answer_id": self.last_answer_id,
-            "screen_injection_done": self.injection_done,
-        }
-
-    def entry(self, key: str) -> CacheEntry | None:
-        """The entry with that key, if cached."""
-        for e in self.entries:
-            if e.key == key:
-                return e
-        return None
-
-
-def parse_exchange_state(data: Any) -> ExchangeState:
-    """Read the document; unusable entries are dropped (a cache miss is always safe)."""
-    if not isinstance(data, Mapping):
-        return ExchangeState()
-    entries: list[CacheEntry] = []
-    raw = data.get("entries")
-    for key, e in raw.items() if isinstance(raw, Mapping) else []:
-        try:
-            entries.append(
-                CacheEntry(
-                    key=str(key),
-                    tool_name=str(e["tool_name"]),
-                    parameters=dict(e.get("parameters") or {}),
-                    result=str(e["result"]),
-                    remaining_duration=int(e["remaining_duration"]),
-                    original_duration=int(e["original_duration"]),
-                    call_id=str(e["call_id"]) if e.get("call_id") is not None else None,
-                    cached_at=float(e.get("cached_at", 0.0)),
-                )
-            )
-        except (KeyError, TypeError, ValueError, AttributeError):
-            continue
-    entries.sort(key=lambda e: (e.cached_at, e.key))  # stable prompt order on every backend
-    return ExchangeState(
-        entries=tuple(entries),
-        exchanges=_int(data.get("exchanges")),
-        current_question_id=_opt_int(data.get("current_question_id")),
-        last_answer_id=_opt_int(data.get("last_answer_id")),
-        injection_done=data.get("screen_injection_done") is True,
-    )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _opt_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def load_exchange_state(store: Any, scope: str, session: str) -> tuple[ExchangeState, int]:
-    """Return the document and its record version (0: never saved)."""
-    try:
-        record = store.load_state(scope, session, TOOL_CACHE_KIND)
-    except CorruptedData:
-        raise StoreError(f"tool cache of {scope}/{session} cannot be read") from None
-    if record is None:
-        return ExchangeState(), 0
-    return parse_exchange_state(record.data), record.version
-
-
-def cache_section(state: ExchangeState) -> Section | None:
-    """The cached tool results as a prompt section (None when the cache is empty)."""
-    if not state.entries:
-        return None
-    lines = [
-        f"{e.tool_name}({json.dumps(e.parameters, sort_keys=True, ensure_ascii=False)}):"
-        f"\n{e.result}"
-        for e in state.entries
-    ]
-    return Section(CACHE_TITLE, "\n\n".join(lines))
-
-
-def visible_rows(rows: list[Message]) -> list[Message]:
-    """Leave out the steps of finished exchanges (those before the newest answer)."""
-    last_answer = 0
-    for m in rows:
-        if m.metadata.get(EXCHANGE_KEY) == ANSWER:
-            last_answer = m.id
-    if not last_answer:
-        return rows
-    return [m for m in rows if not (m.id < last_answer and m.metadata.get(EXCHANGE_KEY) == STEP)]
+    def compaction_state(self) -> CompactionState:
+        """The session's compaction state."""
+        ...
 
 
 class Exchanges:
     """Seed 004's exchange API on one session. Get it from ``Session.exchanges``."""
 
-    def __init__(self, session: Session):
+    def __init__(self, session: ExchangeHost):
         """Bind to ``session``; nothing is read until a method is called."""
         self.session = session
-        self._store = session.engram.store
+        self._store = session.runtime.store
 
     # -- state --------------------------------------------------------------------
 
@@ -215,19 +145,21 @@ class Exchanges:
 
     def _update(self, change: Callable[[ExchangeState], ExchangeState | None]) -> ExchangeState:
         """Compare-and-set loop; ``change`` returning None means "nothing to write"."""
-        scope, sid = self.session.scope, self.session.id
-        for attempt in range(MAX_UPDATE_ATTEMPTS):
-            state, version = load_exchange_state(self._store, scope, sid)
-            new = change(state)
-            if new is None:
-                return state
-            saved = self._store.save_state(
-                scope, sid, TOOL_CACHE_KIND, new.to_dict(), expected_version=version
+        scope, sid, store = self.session.scope, self.session.id, self._store
+
+        def save(state: ExchangeState, version: int) -> bool:
+            saved = store.save_state(
+                scope, sid, TOOL_CACHE_KIND, state.to_dict(), expected_version=version
             )
-            if saved is not None:
-                return new
-            time.sleep(min(0.001 * 2**attempt, 0.05))
-        raise StoreError(f"tool cache of {scope}/{sid}: every update attempt lost its race")
+            return saved is not None
+
+        return compare_and_set(
+            lambda: load_exchange_state(store, scope, sid),
+            change,
+            save,
+            what=f"tool cache of {scope}/{sid}",
+            attempts=MAX_UPDATE_ATTEMPTS,
+        )
 
     # -- the cycle ----------------------------------------------------------------
 
@@ -438,10 +370,8 @@ class Exchanges:
 
     def debug_view(self, *, budget: int | None = None, system: str | None = None) -> str:
         """Seed 004's log: memory state, function cache state, what the agent receives."""
-        from engram.compaction.runner import load_compaction_state, unfolded
-
         session = self.session
-        comp, _ = load_compaction_state(self._store, session.scope, session.id)
+        comp = session.compaction_state()
         rows, _ = unfolded(self._store, session.scope, session.id, comp.watermark)
         live = sum(1 for m in rows if m.metadata.get(EXCHANGE_KEY) == ANSWER)
         state = self.state()

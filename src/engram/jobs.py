@@ -17,15 +17,16 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
+import psycopg
 from psycopg.types.json import Jsonb
 
 from engram.errors import ConfigError, NotFound
 from engram.models import JSON
-from engram.store.postgres import PostgresStore
 
 #: How long a claimed job stays reserved for its worker by default.
 DEFAULT_LEASE = timedelta(minutes=5)
@@ -71,12 +72,20 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-class JobQueue:
-    """Enqueue, claim, complete and fail jobs in the ``jobs`` table of a PostgresStore."""
+class _Pooled(Protocol):
+    """A PostgreSQL store: lends connections of its pool."""
 
-    def __init__(self, store: PostgresStore, *, worker_id: str | None = None) -> None:
+    def connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        """A pooled connection for the ``with`` block."""
+        ...
+
+
+class JobQueue:
+    """Enqueue, claim, complete and fail jobs in the ``jobs`` table of a PostgreSQL store."""
+
+    def __init__(self, store: _Pooled, *, worker_id: str | None = None) -> None:
         """Use ``store``'s pool; ``worker_id`` names this worker in claimed rows."""
-        if not isinstance(store, PostgresStore):
+        if not callable(getattr(store, "connection", None)):
             raise ConfigError("the job queue needs a PostgreSQL store (postgresql://...)")
         self.store = store
         self.worker_id = worker_id or default_worker_id()

@@ -143,6 +143,16 @@ class Policy:
                     f"policy {self.name!r}: {small} ({low}) must be below {large} ({high})"
                 )
 
+    @property
+    def compacts(self) -> bool:
+        """Whether this policy ever compacts (a compaction trigger is set)."""
+        return (
+            self.summarize_over_tokens is not None
+            or self.max_history_messages is not None
+            or self.max_exchanges is not None
+            or self.fold_over_tokens is not None
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """Every field as plain JSON-ready data (``from_dict`` reads it back)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

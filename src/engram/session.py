@@ -1,89 +1,60 @@
-"""The ``Session``: one conversation of a scope, reached through :meth:`Engram.session`.
+"""The ``Session``: a handle on one conversation of a scope, from :meth:`Engram.session`.
 
 A session writes messages (validated, counted once), reads them back (pages,
-search, dates, the extended window), and builds the prompt for the next turn,
-running or scheduling compaction when the policy says it is due. It holds no
-data itself: everything lives in the engine's store.
+search, dates, the extended window), and asks for the prompt of the next turn
+(:mod:`engram.prompt`). It holds no data and no logic of its own beyond
+checking arguments: everything lives in the runtime's store, and background
+work goes to the runtime's scheduler.
 """
 
 from __future__ import annotations
 
-import bisect
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engram import dates
-from engram.agent import agent_state_section, load_agent_state, update_agent_state
 from engram.compaction.agentstate import AgentState
-from engram.compaction.answers import answer_view, needs_view
-from engram.compaction.planner import plan_compaction, rows_from_messages
-from engram.compaction.runner import (
-    UNREADABLE,
-    CompactionResult,
-    load_compaction_state,
-    plan_state,
-    section_tokens,
-    sections_tokens,
-    state_sections,
-    unfolded,
-)
+from engram.compaction.cycle import CompactionResult, load_compaction_state
 from engram.compaction.state import CompactionState
-from engram.context import Context, HistoryReader, Section, build_context
+from engram.context import Context
 from engram.errors import InvalidQuery
-from engram.exchanges import Exchanges, cache_section, load_exchange_state, visible_rows
+from engram.exchanges import Exchanges
 from engram.limits import MAX_EXTENDED_CONTEXT
-from engram.memories import Outcome as MemoryOutcome
-from engram.memories import end_session as end_memory_session
+from engram.llm.client import LLMResult
+from engram.memories.records import Outcome as MemoryOutcome
+from engram.memories.service import Memories
 from engram.models import Message, NewMessage, SearchHit, SessionInfo
-from engram.policy import Policy, get_policy
+from engram.policy import DEFAULT_BUDGET, Policy, get_policy
+from engram.prompt import PromptRequest, build_prompt, fixed_tokens
+from engram.runtime import Runtime
+from engram.sections.agent_state import load_agent_state, update_agent_state
 from engram.store.base import MAX_PAGE
-from engram.tokens import counter_for_model
 from engram.validation import build_message, build_messages, check_tool_answers
 
-if TYPE_CHECKING:
-    # Only for annotations: engine.py imports this module at run time.
-    from engram.engine import Engram
+__all__ = ["DEFAULT_BUDGET", "TOOL_CALL_LOOKBACK", "Session"]
 
-__all__ = [
-    "DEFAULT_BUDGET",
-    "PREREAD_ROWS",
-    "TOOL_CALL_LOOKBACK",
-    "Session",
-    "has_triggers",
-]
-
-#: Default prompt budget when neither the call nor the policy gives one.
-DEFAULT_BUDGET = 8000
 #: How far back ``add`` looks for the assistant call a tool result answers.
 TOOL_CALL_LOOKBACK = 64
-#: Rows after the watermark ``context`` reads to decide whether compaction is
-#: due; the same rows then feed the prompt builder. A longer backlog means a
-#: compaction is overdue: it is scheduled and the builder reads the store.
-PREREAD_ROWS = 1000
-
-
-def has_triggers(policy: Policy) -> bool:
-    """Tell whether ``policy`` ever compacts (a trigger is set)."""
-    return (
-        policy.summarize_over_tokens is not None
-        or policy.max_history_messages is not None
-        or policy.max_exchanges is not None
-        or policy.fold_over_tokens is not None
-    )
 
 
 class Session:
     """One conversation of a scope. Obtain it with :meth:`Engram.session`."""
 
-    def __init__(self, engram: Engram, scope: str, session_id: str, policy: Policy | None) -> None:
-        self.engram = engram
+    def __init__(
+        self, runtime: Runtime, scope: str, session_id: str, policy: Policy | None
+    ) -> None:
+        self.runtime = runtime
         self.scope = scope
         self.id = session_id
         self._policy = policy
-        self._store = engram.store
+        self._store = runtime.store
+
+    @property
+    def tz(self) -> Any:
+        """The time zone date phrases are read in."""
+        return self.runtime.tz
 
     # -- writing -------------------------------------------------------------------
 
@@ -120,7 +91,7 @@ class Session:
     def _append(self, batch: list[NewMessage]) -> list[Message]:
         if any(m.role == "tool" for m in batch):
             check_tool_answers(batch, self._recent_call_ids(batch))
-        tokens = [self.engram.count(m) for m in batch]
+        tokens = [self.runtime.count(m) for m in batch]
         return self._store.append(self.scope, self.id, batch, tokens)
 
     def _recent_call_ids(self, batch: list[NewMessage]) -> set[str]:
@@ -144,9 +115,7 @@ class Session:
     def policy(self) -> Policy:
         """The session's policy: given at creation, else stored, else ``default``."""
         if self._policy is None:
-            info = self.info()
-            stored = info.policy if info is not None else None
-            self._policy = get_policy(stored) if stored else get_policy("default")
+            self._policy = self.runtime.stored_policy(self.scope, self.id)
         return self._policy
 
     def messages(self, *, after_id: int | None = None, limit: int = 100) -> list[Message]:
@@ -161,112 +130,28 @@ class Session:
         system: str | None = None,
         model: str | None = None,
         policy: Policy | str | Mapping[str, Any] | None = None,
+        compact: bool = True,
     ) -> Context:
         """The prompt for the next turn: fits ``budget - reserve`` tokens, exactly counted.
 
-        Order (seed 001): system, long-term memories, important data, summary,
-        then the recent messages after the compaction watermark. When the
-        policy's compaction is due it runs first (``sync_compaction``) or in
-        the background, and ``Context.pending_compaction`` says so; a
-        compaction whose model failed is reported in ``Context.degraded``.
+        Order: system, long-term memories, important data, summary, then the
+        recent messages after the compaction watermark. When the policy's
+        compaction is due it runs first (``sync_compaction``, within the
+        configured deadline) or in the background, and
+        ``Context.pending_compaction`` says so; a compaction whose model failed
+        is reported in ``Context.degraded``. ``compact=False`` never writes:
+        it shows the prompt the stored state gives now (a note says when a
+        compaction is due).
         """
         active = get_policy(policy) if policy is not None else self.policy
-        budget = budget if budget is not None else (active.default_budget or DEFAULT_BUDGET)
-        reserve = reserve if reserve is not None else active.default_reserve
-        counter = counter_for_model(model)
-        sections: list[Section] = []
-        memories = self.engram.memories_section(self.scope)
-        if memories is not None:
-            sections.append(memories)
-        if not has_triggers(active):
-            # Lean policies never compact: no state is read on this hot path.
-            return build_context(
-                self._tail_reader(),
-                budget=budget,
-                reserve=reserve,
-                system=system,
-                counter=counter,
-                policy=active,
-                sections=sections,
-            )
-        extra = (section_tokens(system) if system else 0) + sections_tokens(sections)
-        state, version = load_compaction_state(self._store, self.scope, self.id)
-        rows, complete = unfolded(
-            self._store, self.scope, self.id, state.watermark, max_rows=PREREAD_ROWS
-        )
-        notes: list[str] = []
-        degraded: str | None = None
-        pending = False
-        due = not complete or (state.reset_reason is not None and version != UNREADABLE)
-        if not due:
-            plan = plan_compaction(
-                active, rows_from_messages(rows), plan_state(state, extra_tokens=extra)
-            )
-            due = plan is not None
-        if due and active.sync_compaction:
-            result = self.engram.compact(self.scope, self.id, active, extra_tokens=extra)
-            if result.degraded:
-                degraded = "compaction fell back to the offline summarizer"
-                notes.extend(result.notes)
-            state, version = load_compaction_state(self._store, self.scope, self.id)
-            rows, complete = unfolded(
-                self._store, self.scope, self.id, state.watermark, max_rows=PREREAD_ROWS
-            )
-        elif due:
-            pending = self.compact_later(system=system, policy=active)
-            if pending:
-                notes.append(
-                    "compaction is due and runs in the background; this prompt uses the "
-                    "previous summary and the recent window"
-                )
-        if degraded is None and state.last_error:
-            degraded = "last compaction fell back to the offline summarizer"
-            notes.append(f"last compaction degraded: {state.last_error}")
-        sections.extend(state_sections(state))
-        sections.extend(self._policy_sections(active))
-        views: dict[int, str] | None = None
-        if active.answer_over_bytes is not None and active.answer_view_bytes is not None:
-            views = _answer_views(rows, active.answer_over_bytes, active.answer_view_bytes)
-        if active.max_exchanges is not None:
-            rows = visible_rows(rows)
-        ctx = build_context(
-            _rows_reader(rows) if complete else self._tail_reader(),
-            budget=budget,
-            reserve=reserve,
+        request = PromptRequest(
+            budget=budget if budget is not None else (active.default_budget or DEFAULT_BUDGET),
+            reserve=reserve if reserve is not None else active.default_reserve,
             system=system,
-            counter=counter,
-            policy=active,
-            sections=sections,
-            floor_id=state.watermark or None,
-            views=views or None,
+            model=model,
+            compact=compact,
         )
-        return dataclasses.replace(
-            ctx,
-            notes=[*ctx.notes, *notes],
-            pending_compaction=pending,
-            degraded=ctx.degraded or degraded,
-        )
-
-    def _tail_reader(self) -> HistoryReader:
-        scope, session_id, tail = self.scope, self.id, self._store.tail
-
-        def read(limit: int, before_id: int | None) -> list[Message]:
-            return tail(scope, session_id, limit=limit, before_id=before_id)
-
-        return read
-
-    def _policy_sections(self, policy: Policy) -> list[Section]:
-        """Sections some presets add after the summary: seed 004's cache, seed 002's state."""
-        out: list[Section] = []
-        if policy.max_exchanges is not None:
-            cache = cache_section(load_exchange_state(self._store, self.scope, self.id)[0])
-            if cache is not None:
-                out.append(cache)
-        if policy.max_history_messages is not None or policy.fold_over_tokens is not None:
-            agent = agent_state_section(load_agent_state(self._store, self.scope, self.id)[0])
-            if agent is not None:
-                out.append(agent)
-        return out
+        return build_prompt(self.runtime, self.scope, self.id, active, request)
 
     # -- compaction ------------------------------------------------------------------
 
@@ -279,11 +164,11 @@ class Session:
         """Compact now; returns once the new state is committed (or nothing was due).
 
         ``system`` is the system prompt the next turns use: the token trigger
-        counts it (seed 001). When another thread or process commits first,
-        its state stands and ``committed`` is False with reason "superseded".
+        counts it. When another thread or process commits first, its state
+        stands and ``committed`` is False with reason "superseded".
         """
         active = get_policy(policy) if policy is not None else self.policy
-        return self.engram.compact(self.scope, self.id, active, extra_tokens=self._extra(system))
+        return self.runtime.compact(self.scope, self.id, active, extra_tokens=self._fixed(system))
 
     def compact_later(
         self,
@@ -293,70 +178,49 @@ class Session:
     ) -> bool:
         """Schedule a compaction in the background (once per session); True if scheduled.
 
-        A policy with ``sync_compaction`` compacts now instead. On PostgreSQL
-        the compaction is a job of the shared queue (at most one pending or
-        running per session across servers), run by any server's worker;
+        A policy with ``sync_compaction`` compacts now instead. On a store with
+        a shared job queue (PostgreSQL) the compaction is a job that any
+        server's worker may run (at most one pending or running per session);
         True means such a job is pending or running.
         """
         active = get_policy(policy) if policy is not None else self.policy
-        if not has_triggers(active):
+        if not active.compacts:
             return False
-        extra = self._extra(system)
+        fixed = self._fixed(system)
         if active.sync_compaction:
-            self.engram.compact(self.scope, self.id, active, extra_tokens=extra)
+            self.runtime.compact(self.scope, self.id, active, extra_tokens=fixed)
             return False
-        engram, scope, session_id = self.engram, self.scope, self.id
-        if engram.jobs is not None:
-            return engram.jobs.enqueue_compaction(scope, session_id, active, extra_tokens=extra)
+        return self.runtime.scheduler.compact_later(self.scope, self.id, active, extra_tokens=fixed)
 
-        def run() -> CompactionResult:
-            return engram.compact(scope, session_id, active, extra_tokens=extra)
-
-        return engram.background.submit((scope, session_id), run)
-
-    def _extra(self, system: str | None) -> int:
-        memories = self.engram.memories_section(self.scope)
-        return (section_tokens(system) if system else 0) + (
-            sections_tokens([memories]) if memories is not None else 0
-        )
+    def _fixed(self, system: str | None) -> int:
+        memories = self.runtime.memories_section(self.scope)
+        return fixed_tokens(system, [memories] if memories is not None else [])
 
     def end(self, reason: str = "ended", *, wait: bool = False) -> Future[MemoryOutcome]:
         """End the conversation and write a memory of it for the scope, off the caller's path.
 
-        Returns at once (unless ``wait``); the memory is written by a background
-        worker with a 30-second limit. A failure is logged and skipped: the
-        session still ends. The future says what happened.
-
-        On PostgreSQL the end is recorded at once and the memory is a job of the
-        shared queue: the future resolves when the job completes in any
-        server's worker (this process's or another), and is cancelled if this
-        Engram closes first (the job stays queued for the other workers).
+        Returns at once (unless ``wait``); the memory is written in the
+        background with a 30-second limit. A failure is logged and skipped:
+        the session still ends. The future says what happened. On a store with
+        a shared job queue the memory is a job any server's worker may run;
+        the future resolves when it completes, and is cancelled if this Engram
+        closes first (the job stays queued for the other workers).
         """
-        if self.engram.jobs is not None:
-            return self.engram.jobs.end_session(
-                self.engram.memories(self.scope), self.id, reason, wait=wait
-            )
-        return end_memory_session(
-            self.engram.memories(self.scope),
-            self.id,
-            reason,
-            worker=self.engram.memory_worker,
-            wait=wait,
-        )
+        return self.runtime.scheduler.end_session(self.scope, self.id, reason, wait=wait)
 
     def compaction_state(self) -> CompactionState:
         """The session's compaction state (summary, important data, watermark...)."""
         return load_compaction_state(self._store, self.scope, self.id)[0]
 
-    # -- seed 004 and seed 002 -----------------------------------------------------
+    # -- exchanges and agent state ----------------------------------------------------
 
     @property
     def exchanges(self) -> Exchanges:
-        """Seed 004's exchange API: begin / add_agent_message / finalize, tool cache, debug view."""
+        """The exchange API: begin / add_agent_message / finalize, tool cache, debug view."""
         return Exchanges(self)
 
     def agent_state(self) -> AgentState:
-        """Seed 002's agent state of this session (empty before the first update)."""
+        """The agent state of this session (empty before the first update)."""
         return load_agent_state(self._store, self.scope, self.id)[0]
 
     def update_agent_state(self, change: Callable[[AgentState], AgentState]) -> AgentState:
@@ -409,7 +273,7 @@ class Session:
         """The UTC half-open range a date phrase means, in the engine's time zone."""
         if isinstance(when, datetime | date):
             when = when.isoformat()
-        return dates.parse_when(when, now=datetime.now(UTC), tz=self.engram.tz)
+        return dates.parse_when(when, now=datetime.now(UTC), tz=self.runtime.tz)
 
     def extended(self, count: int = 30, *, before_id: int | None = None) -> list[Message]:
         """More than the default window: up to 50 messages before ``before_id``, oldest first."""
@@ -431,28 +295,20 @@ class Session:
             "policy": self.policy.name,
         }
 
+    def message(self, message_id: int) -> Message:
+        """One stored message of this session's scope by id."""
+        return self.runtime.message(self.scope, message_id)
+
+    def memories(self) -> Memories:
+        """The long-term memories of this session's scope."""
+        return self.runtime.memories(self.scope)
+
+    def record_usage(self, result: LLMResult) -> None:
+        """Record a model call made for this session (tokens and cost)."""
+        self._store.record_usage(self.scope, self.id, result.usage_record())
+
     def __repr__(self) -> str:
         return f"Session(scope={self.scope!r}, id={self.id!r})"
-
-
-def _rows_reader(rows: list[Message]) -> HistoryReader:
-    """A history reader over rows already read (all the candidates, oldest first)."""
-    ids = [m.id for m in rows]
-
-    def read(limit: int, before_id: int | None) -> list[Message]:
-        end = len(rows) if before_id is None else bisect.bisect_left(ids, before_id)
-        return rows[max(0, end - limit) : end]
-
-    return read
-
-
-def _answer_views(rows: list[Message], over: int, view: int) -> dict[int, str]:
-    """Short views of long assistant answers (seed 004); the stored messages stay whole."""
-    return {
-        m.id: answer_view(m.content, m.id, over_bytes=over, view_bytes=view)
-        for m in rows
-        if m.role == "assistant" and m.content and needs_view(m.content, over)
-    }
 
 
 def _page_limit(limit: int) -> int:

@@ -23,10 +23,10 @@ from typing import Any, Protocol, TypeGuard, runtime_checkable
 from engram.compaction.agentstate import AGENT_STATE_KIND
 from engram.compaction.state import STATE_KIND
 from engram.errors import ConfigError, CorruptedData, ImportFormatError
-from engram.exchanges import TOOL_CACHE_KIND
 from engram.memories.budget import PENDING_KIND
 from engram.memories.ending import LIFECYCLE_KIND
 from engram.models import JSON, Message, NewMessage, SessionInfo, StateRecord
+from engram.sections.tool_cache import TOOL_CACHE_KIND
 from engram.store.base import MAX_PAGE, Store
 from engram.store.jsondoc import (
     FORMAT,

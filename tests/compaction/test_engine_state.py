@@ -10,8 +10,8 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 import engram
-from engram.compaction.background import BackgroundCompactor
-from engram.compaction.runner import compact_session
+from engram.background.pool import BackgroundCompactor
+from engram.compaction.cycle import compact_session
 from engram.compaction.state import STATE_KIND
 from engram.compaction.summarizer import OfflineSummarizer, SummaryOutput
 from engram.compaction.transcript import MessageLike

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import engram
+from engram.background.local import MemoryWorker
 from engram.engine import Engram
 from engram.llm import LLMClient
-from engram.memories import MemoryWorker
 from engram.testing import FakeLLMServer
 
 

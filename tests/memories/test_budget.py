@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from engram.background.local import end_session
 from engram.engine import Engram
 from engram.errors import ConfigError
 from engram.llm import LLMClient
-from engram.memories import PENDING_KIND, PURPOSE_CREATE, Memories, MemoryBudget, end_session
+from engram.memories import PENDING_KIND, PURPOSE_CREATE, Memories, MemoryBudget
 from engram.testing import FakeLLMServer
 
 from .helpers import converse, fill, smart_responder

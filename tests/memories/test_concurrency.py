@@ -6,9 +6,10 @@ import re
 import threading
 
 import engram
+from engram.background.local import MemoryWorker, end_session
 from engram.engine import Engram
 from engram.llm import LLMClient
-from engram.memories import Memories, MemoryWorker, end_session
+from engram.memories import Memories
 from engram.testing import FakeLLMServer, FakeResponse, RecordedRequest
 
 from .helpers import DECISION_MARK, converse, fill, listed_ids, prompt_of

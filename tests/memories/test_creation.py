@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from engram.background.local import MemoryWorker, end_session
 from engram.engine import Engram
 from engram.errors import InvalidQuery, MemoryNotFound, SessionNotFound
 from engram.llm import LLMClient
-from engram.memories import LIFECYCLE_KIND, Memories, MemoryWorker, end_session
+from engram.memories import LIFECYCLE_KIND, Memories
 from engram.memories.creation import clean_memory_text, extractive_memory, read_transcript
 from engram.testing import FakeLLMServer
 

@@ -6,9 +6,10 @@ import time
 
 import pytest
 
+from engram.background.local import end_session
 from engram.engine import Engram
 from engram.llm import LLMClient
-from engram.memories import LIFECYCLE_KIND, MAX_CONTENT_CHARS, Memories, end_session
+from engram.memories import LIFECYCLE_KIND, MAX_CONTENT_CHARS, Memories
 from engram.models import MemoryRecord
 from engram.testing import FakeLLMServer
 

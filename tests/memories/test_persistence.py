@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import engram
-from engram.memories import Memories, MemoryBudget, end_session
+from engram.background.local import end_session
+from engram.memories import Memories, MemoryBudget
 
 from .helpers import converse, fill
 

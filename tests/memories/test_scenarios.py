@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from engram.background.local import MemoryWorker, end_session
 from engram.context import Section, build_context
 from engram.engine import Engram
 from engram.llm import LLMClient
@@ -14,8 +15,6 @@ from engram.memories import (
     PURPOSE_CREATE,
     SECTION_TITLE,
     Memories,
-    MemoryWorker,
-    end_session,
 )
 from engram.testing import FakeLLMServer
 from engram.tokens import count_messages, storage_counter

@@ -63,6 +63,13 @@ class FakeSession:
         self.id = session_id
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
+    @property
+    def tz(self) -> Any:
+        return self.engram.tz
+
+    def message(self, message_id: int) -> Message:
+        return self.engram.message(message_id, scope=self.scope)
+
     def add(
         self, role: str, content: str, created_at: datetime | None = None, **extra: Any
     ) -> Message:

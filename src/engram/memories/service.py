@@ -173,7 +173,11 @@ class Memories:
 
     def search(self, query: str, *, limit: int = 5) -> builtins.list[MemoryRecord]:
         """Memories matching ``query`` by terms, best first."""
-        return [memory for _, memory in rank(query, self.list(), limit=limit)]
+        return [memory for _, memory in self.ranked(query, limit=limit)]
+
+    def ranked(self, query: str, *, limit: int = 5) -> builtins.list[tuple[float, MemoryRecord]]:
+        """``(score, memory)`` pairs matching ``query`` by terms, best first."""
+        return rank(query, self.list(), limit=limit)
 
     def context_text(self, *, tz: Any = None) -> str:
         """Seed 003's memory block for this scope's prompts ("" when there are none).

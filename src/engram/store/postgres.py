@@ -28,6 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from engram.errors import ConfigError, ConnectionLost, StoreError
+from engram.jobs import JobQueue
 from engram.models import (
     JSON,
     Message,
@@ -91,6 +92,10 @@ _APPEND_SQL = """
 
 class PostgresStore(PostgresScopeData, PostgresConnections):
     """The :class:`~engram.store.base.Store` over PostgreSQL (psycopg 3 + a connection pool)."""
+
+    def job_queue(self, worker_id: str) -> JobQueue:
+        """The job queue shared by every process on this database (see :mod:`engram.jobs`)."""
+        return JobQueue(self, worker_id=worker_id)
 
     def __init__(
         self,

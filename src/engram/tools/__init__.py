@@ -17,12 +17,12 @@ and MCP ("mcp"). Further tools join with :func:`register`.
 """
 
 from engram.tools import definitions as _definitions  # registers the retrieval tools
+from engram.tools import memories as _memories  # registers search_memories
 from engram.tools.dispatcher import ERROR_TYPES, ToolError, decode_arguments, dispatch, validate
 from engram.tools.loop import HISTORY_TOOLS_PROMPT, TurnResult, run_turn
 from engram.tools.registry import (
     TOOLS,
     Tool,
-    ToolEngram,
     ToolSession,
     register,
     schemas,
@@ -32,7 +32,7 @@ from engram.tools.registry import (
 from engram.tools.results import DEFAULT_MAX_RESULT_TOKENS, cap_result
 from engram.tools.schema import FLAVORS, Length, Range
 
-del _definitions
+del _definitions, _memories
 
 __all__ = [
     "DEFAULT_MAX_RESULT_TOKENS",
@@ -43,7 +43,6 @@ __all__ = [
     "Length",
     "Range",
     "Tool",
-    "ToolEngram",
     "ToolError",
     "ToolSession",
     "TurnResult",

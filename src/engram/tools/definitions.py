@@ -72,7 +72,7 @@ def search_history(
         end=end,
         all_sessions=all_sessions,
     )
-    zone = session.engram.tz
+    zone = session.tz
     results = []
     for hit in hits:
         item = _head(hit.message, zone)
@@ -110,7 +110,7 @@ def get_messages_by_date(
     """
     start, end = session.date_range(date)
     found = session.by_date(date, limit=limit + 1, roles=[role] if role else None)
-    zone = session.engram.tz
+    zone = session.tz
     messages = [_full(message, zone) for message in found[:limit]]
     return {
         "date": date,
@@ -139,7 +139,7 @@ def get_extended_context(
         before_id: Only messages older than this message id (default: the newest).
     """
     found = session.extended(count, before_id=before_id)
-    zone = session.engram.tz
+    zone = session.tz
     return {
         "count": len(found),
         # A full page may have more before it; a short one reached the first message.
@@ -164,7 +164,7 @@ def get_message_by_id(
         offset: Character position to start reading from.
     """
     try:
-        message = session.engram.message(message_id, scope=session.scope)
+        message = session.message(message_id)
     except NotFound:
         # One wording whether absent or in another scope: existence must not leak.
         raise MessageNotFound(f"no message with id {message_id}") from None
@@ -173,7 +173,7 @@ def get_message_by_id(
         raise InvalidQuery(
             f"offset {offset} is past the end of message {message_id} ({total} characters)"
         )
-    out = _head(message, session.engram.tz)
+    out = _head(message, session.tz)
     out["session"] = message.session
     if message.tool_calls:
         out["tool_calls"] = message.tool_calls
@@ -188,7 +188,7 @@ def get_message_by_id(
 @register
 def get_memory_stats(session: ToolSession) -> JSON:
     """Get the size of this conversation's history: message count, first and last dates, tokens."""
-    zone = session.engram.tz
+    zone = session.tz
     return {key: _plain(key, value, zone) for key, value in session.stats().items()}
 
 

@@ -41,8 +41,8 @@ from engram.tools.registry import TOOLS, schemas, select
 from engram.tools.results import DEFAULT_MAX_RESULT_TOKENS, MIN_RESULT_TOKENS
 
 if TYPE_CHECKING:
-    from engram.engine import Session
     from engram.llm.client import LLMClient, LLMResult
+    from engram.session import Session
 
 logger = logging.getLogger("engram.tools")
 
@@ -405,7 +405,7 @@ def _ok(text: str) -> bool:
 
 def _record(session: Session, answer: LLMResult, turn: _Turn) -> None:
     try:
-        session.engram.store.record_usage(session.scope, session.id, answer.usage_record())
+        session.record_usage(answer)
     except StoreError as exc:
         # Accounting must not cost the user the answer.
         turn.note(f"usage of a model call was not recorded: {exc}")

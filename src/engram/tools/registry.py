@@ -15,23 +15,11 @@ from typing import Any, Literal, Protocol, TypeVar, overload
 from zoneinfo import ZoneInfo
 
 from engram.errors import ConfigError
+from engram.memories.service import Memories
 from engram.models import JSON, Message, SearchHit
 from engram.tools.schema import FLAVORS, Flavor, Param, derive, parameters_schema, wire_schema
 
 F = TypeVar("F", bound=Callable[..., JSON])
-
-
-class ToolEngram(Protocol):
-    """What tools need of :class:`engram.Engram`."""
-
-    @property
-    def tz(self) -> ZoneInfo:
-        """The time zone date phrases are read in."""
-        ...
-
-    def message(self, message_id: int, scope: str = "default") -> Message:
-        """One message of ``scope``; raises MessageNotFound otherwise."""
-        ...
 
 
 class ToolSession(Protocol):
@@ -48,8 +36,16 @@ class ToolSession(Protocol):
         ...
 
     @property
-    def engram(self) -> ToolEngram:
-        """The engine the session belongs to."""
+    def tz(self) -> ZoneInfo:
+        """The time zone date phrases are read in."""
+        ...
+
+    def message(self, message_id: int) -> Message:
+        """One message of the session's scope; raises MessageNotFound otherwise."""
+        ...
+
+    def memories(self) -> Memories:
+        """The long-term memories of the session's scope."""
         ...
 
     def search(

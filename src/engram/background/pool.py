@@ -1,7 +1,7 @@
 """A small bounded worker that runs compactions off the request path.
 
-A turn never waits for a model to summarize (issue 3, timing): the engine
-hands the work here and builds the prompt now. Work is de-duplicated per
+A turn never waits for a model to summarize: the session hands the work
+here and builds the prompt now. Work is de-duplicated per
 key (one key per session): a key is at most once in the queue, and a request
 that arrives while that key runs marks it to run once more afterwards (new
 messages may have arrived), so one session never has two compactions queued
@@ -108,11 +108,18 @@ class BackgroundCompactor:
                 lambda: not self._queued and not self._running, timeout=timeout
             )
 
-    def close(self, *, wait: bool = True) -> None:
-        """Drop queued work, let running tasks finish (when ``wait``), stop the threads."""
+    def close(self, *, wait: bool = True, timeout: float | None = None) -> bool:
+        """Drop queued work, stop the threads; True when nothing is left running.
+
+        With ``wait``, running tasks get up to ``timeout`` seconds (None: as long
+        as they take) to finish; a task still running then is abandoned to its
+        thread (a compaction commits by compare-and-set, so it is never half written).
+        """
         with self._lock:
             self._closed = True
             self._queued.clear()
             self._again.clear()
             self._idle.notify_all()
-        self._executor.shutdown(wait=wait, cancel_futures=True)
+            idle = self._idle.wait_for(lambda: not self._running, timeout=timeout if wait else 0)
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        return idle

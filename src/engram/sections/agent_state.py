@@ -1,4 +1,4 @@
-"""Seed 002's agent state on a session: read it, update it safely, compact it.
+"""The agent state of a session: read it, update it safely, compact it, show it.
 
 The state itself (facts, active tasks, tool stats, token usage, last known
 environment, preferences) and its pure update functions live in
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -28,7 +27,9 @@ from engram.compaction.agentstate import (
 )
 from engram.context import Section
 from engram.errors import ConfigError, CorruptedData, StoreError
-from engram.store.base import Store
+from engram.policy import Policy
+from engram.statedoc import compare_and_set
+from engram.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -61,27 +62,33 @@ def update_agent_state(
 
     Raises:
         ConfigError: ``change`` did not return an :class:`AgentState`.
-        StoreError: Every attempt lost its race (heavy contention).
+        Contention: Every attempt lost its race (heavy contention).
 
     """
-    for attempt in range(MAX_UPDATE_ATTEMPTS):
+    saved_once = False
+
+    def load() -> tuple[AgentState, int]:
+        nonlocal saved_once
         state, version = load_agent_state(store, scope, session)
+        saved_once = version > 0
+        return state, version
+
+    def checked(state: AgentState) -> AgentState | None:
         new = change(state)
         if not isinstance(new, AgentState):
             raise ConfigError(
                 f"the agent-state update must return an AgentState, got {type(new).__name__}"
             )
-        if new == state and version:
-            return state
+        return None if new == state and saved_once else new
+
+    def save(state: AgentState, version: int) -> bool:
         saved = store.save_state(
-            scope, session, AGENT_STATE_KIND, new.to_dict(), expected_version=version
+            scope, session, AGENT_STATE_KIND, state.to_dict(), expected_version=version
         )
-        if saved is not None:
-            return new
-        time.sleep(min(0.001 * 2**attempt, 0.05))  # someone else wrote; read again
-    raise StoreError(
-        f"agent state of {scope}/{session}: {MAX_UPDATE_ATTEMPTS} concurrent updates won "
-        "every race; giving up"
+        return saved is not None
+
+    return compare_and_set(
+        load, checked, save, what=f"agent state of {scope}/{session}", attempts=MAX_UPDATE_ATTEMPTS
     )
 
 
@@ -131,3 +138,18 @@ def agent_state_section(state: AgentState) -> Section | None:
     return Section(
         AGENT_STATE_TITLE, json.dumps(shown, indent=2, ensure_ascii=False, sort_keys=True)
     )
+
+
+class AgentStateSection:
+    """Shows the agent state (policies with the agent-state compaction rules)."""
+
+    name = "agent_state"
+
+    def applies(self, policy: Policy) -> bool:
+        """Policies that fold by message count or by tokens keep an agent state."""
+        return policy.max_history_messages is not None or policy.fold_over_tokens is not None
+
+    def sections(self, store: Store, scope: str, session: str) -> list[Section]:
+        """The agent-state section, when the state holds anything."""
+        section = agent_state_section(load_agent_state(store, scope, session)[0])
+        return [section] if section is not None else []

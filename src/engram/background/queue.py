@@ -1,10 +1,10 @@
 """Background work through the shared PostgreSQL job queue, so any server may run it.
 
-On a PostgreSQL store, an :class:`~engram.engine.Engram` does not keep its
-background work (compaction, end-of-session memories) in process memory:
-it enqueues a job in the ``jobs`` table (:mod:`engram.jobs`) and one small
-thread per ``Engram`` (a :class:`QueueWorker`) claims ready jobs of any server
-with ``FOR UPDATE SKIP LOCKED``, runs them and marks them done or failed.
+On a store that offers a job queue (PostgreSQL), an ``Engram`` does not keep
+its background work (compaction, end-of-session memories) in process memory:
+it enqueues a job in the store's ``jobs`` table and one small thread per
+``Engram`` (a :class:`QueueScheduler`) claims ready jobs of any server with
+``FOR UPDATE SKIP LOCKED``, runs them and marks them done or failed.
 
 * **Compaction**: ``Session.compact_later`` enqueues a ``compaction`` job
   (payload: the policy as a dict and ``extra_tokens``) with the dedupe key
@@ -33,6 +33,8 @@ with ``FOR UPDATE SKIP LOCKED``, runs them and marks them done or failed.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 import uuid
@@ -41,16 +43,17 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from engram.errors import ConfigError, EngramError, InvalidQuery, NotFound, SessionNotFound
-from engram.jobs import Job, JobQueue, default_worker_id
-from engram.memories.ending import mark_ended, remember
+from engram.background.base import Handlers, SupportsJobQueue
+from engram.background.local import done
+from engram.errors import ConfigError, EngramError, InvalidQuery, NotFound
+from engram.memories.ending import begin_end, remember
 from engram.memories.records import Outcome
 from engram.policy import Policy, get_policy
-from engram.store.postgres import PostgresStore
 
 if TYPE_CHECKING:
-    from engram.engine import Engram
-    from engram.memories.service import Memories
+    # Annotations only: the queue module needs psycopg, an optional extra; a
+    # store that offers a queue has already imported it.
+    from engram.jobs import Job, JobQueue
 
 log = logging.getLogger(__name__)
 
@@ -77,25 +80,26 @@ def dedupe_key(prefix: str, scope: str, session: str) -> str:
     return f"{prefix}:{quote(scope, safe='')}/{quote(session, safe='')}"
 
 
-class QueueWorker:
+class QueueScheduler:
     """One Engram's side of the shared queue: enqueue, run claimed jobs, watch its own jobs."""
 
     def __init__(
         self,
-        engram: Engram,
-        store: PostgresStore,
+        store: SupportsJobQueue,
+        handlers: Handlers,
         *,
         run_jobs: bool = True,
         lease: timedelta = JOB_LEASE,
     ) -> None:
         """Start the worker thread at once when ``run_jobs`` (else on the first enqueue)."""
         # host:pid plus a random part: two Engrams of one process are two workers.
-        self.queue = JobQueue(store, worker_id=f"{default_worker_id()}:{uuid.uuid4().hex[:8]}")
+        worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.queue: JobQueue = store.job_queue(worker_id)  # type: ignore[assignment]
         self.run_jobs = run_jobs
         self.lease = lease
         self.completed = 0
         self.failed = 0
-        self._engram = engram
+        self._handlers = handlers
         self._lock = threading.Lock()
         # job id -> (future or None, scope, session): jobs this Engram enqueued, not finished.
         self._watched: dict[int, tuple[Future[Outcome] | None, str, str]] = {}
@@ -113,7 +117,7 @@ class QueueWorker:
 
     # -- enqueueing ------------------------------------------------------------------
 
-    def enqueue_compaction(
+    def compact_later(
         self, scope: str, session: str, policy: Policy, *, extra_tokens: int = 0
     ) -> bool:
         """Queue a compaction of the session (once while one is live); True when one is."""
@@ -130,9 +134,9 @@ class QueueWorker:
         return True
 
     def end_session(
-        self, memories: Memories, session: str, reason: str, *, wait: bool = False
+        self, scope: str, session: str, reason: str, *, wait: bool = False
     ) -> Future[Outcome]:
-        """Record the end now (as ``ending.end_session`` does); queue the memory writing.
+        """Record the end now (as the local scheduler does); queue the memory writing.
 
         The future is resolved when the job completes in any worker.
 
@@ -142,16 +146,11 @@ class QueueWorker:
             ConfigError: the Engram is closed.
 
         """
-        if not isinstance(reason, str):
-            raise InvalidQuery(f"end reason must be text, got {type(reason).__name__}")
         if self._closed:
             raise ConfigError("this Engram is closed")
-        store, scope = memories.store, memories.scope
-        if store.get_session(scope, session) is None:
-            raise SessionNotFound(f"no session {session!r} in scope {scope!r}")
-        if not mark_ended(memories, session, reason):
-            why = "no new messages since the last end"
-            return _done(Outcome("skipped", scope, session, detail=why))
+        skipped = begin_end(self._handlers.memories(scope), session, reason)
+        if skipped is not None:
+            return done(skipped)
         job_id = self.queue.enqueue(
             MEMORY,
             scope=scope,
@@ -221,7 +220,7 @@ class QueueWorker:
                 result = self._compact(job, job.session)
             else:
                 outcome = remember(
-                    self._engram.memories(job.scope),
+                    self._handlers.memories(job.scope),
                     job.session,
                     str(job.payload.get("reason", "ended")),
                 )
@@ -252,21 +251,17 @@ class QueueWorker:
 
     def _compact(self, job: Job, session: str) -> dict[str, Any]:
         spec = job.payload.get("policy")
-        policy = (
-            get_policy(spec)
-            if isinstance(spec, dict)
-            else self._engram.session(session, job.scope).policy
-        )
+        policy = get_policy(spec) if isinstance(spec, dict) else None  # None: the stored one
         extra = job.payload.get("extra_tokens", 0)
-        done = self._engram.compact(
+        result = self._handlers.compact(
             job.scope, session, policy, extra_tokens=int(extra) if isinstance(extra, int) else 0
         )
         return {
-            "committed": done.committed,
-            "reason": done.reason,
-            "watermark": done.watermark,
-            "version": done.version,
-            "degraded": done.degraded,
+            "committed": result.committed,
+            "reason": result.reason,
+            "watermark": result.watermark,
+            "version": result.version,
+            "degraded": result.degraded,
         }
 
     # -- watching this Engram's jobs -------------------------------------------------
@@ -298,7 +293,7 @@ class QueueWorker:
         stored = result.get("memory")
         if isinstance(stored, dict) and isinstance(stored.get("id"), int):
             try:
-                memory = self._engram.memories(scope).get(stored["id"])
+                memory = self._handlers.memories(scope).get(stored["id"])
             except EngramError:
                 memory = None  # deleted since, or unreadable: the status still tells
         return Outcome(
@@ -327,15 +322,22 @@ class QueueWorker:
                 return False
             time.sleep(WATCH_POLL if remaining is None else min(WATCH_POLL, remaining))
 
-    def close(self) -> None:
-        """Finish the running job, claim no new one, stop the thread. Safe to call twice."""
+    def close(self, timeout: float | None = None) -> bool:
+        """Let the running job finish (up to ``timeout`` s), claim no new one. Safe twice.
+
+        Jobs still queued stay in the table for the other workers; futures of
+        this Engram's jobs that are still unresolved are cancelled. False when
+        the running job outlived ``timeout`` (its lease lets another worker
+        take it over).
+        """
         with self._lock:
             self._closed = True
             thread, self._thread = self._thread, None
         self._stop.set()
         self._wake.set()
         if thread is not None:
-            thread.join()
+            thread.join(timeout)
+        finished = thread is None or not thread.is_alive()
         try:
             self._refresh()  # resolve what finished meanwhile
         except EngramError:
@@ -345,6 +347,7 @@ class QueueWorker:
         for future, _scope, _session in left:
             if future is not None:
                 future.cancel()  # the job stays queued; another worker will do it
+        return finished
 
 
 def _settle(future: Future[Outcome], outcome: Outcome) -> None:
@@ -352,9 +355,3 @@ def _settle(future: Future[Outcome], outcome: Outcome) -> None:
         future.set_result(outcome)
     except InvalidStateError:  # already resolved by the other path (or cancelled)
         pass
-
-
-def _done(outcome: Outcome) -> Future[Outcome]:
-    future: Future[Outcome] = Future()
-    future.set_result(outcome)
-    return future

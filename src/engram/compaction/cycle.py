@@ -11,8 +11,8 @@ The CAS makes the cycle safe when several threads or processes compact the
 same session: the first commit wins; a loser discards its fold and logs it
 (DESIGN invariant 5). Stored messages are only read, never written.
 
-The prompt sections the state produces (important data, summary) are built
-here too, so the planner counts exactly what the prompt will show.
+The planner counts the state's prompt sections (:mod:`engram.sections.summary`)
+exactly as the prompt will show them.
 """
 
 from __future__ import annotations
@@ -20,19 +20,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 
 from engram.compaction.fold import fold
-from engram.compaction.important import to_prompt_text
 from engram.compaction.planner import PlanState, plan_compaction, rows_from_messages
 from engram.compaction.state import STATE_KIND, CompactionState, fresh_state, parse_state
 from engram.compaction.summarizer import Summarizer
-from engram.context import Section
 from engram.errors import CorruptedData, StoreError
 from engram.models import Message
 from engram.policy import Policy
+from engram.sections.summary import SUMMARY_TITLE, section_tokens, state_sections
 from engram.store.base import MAX_PAGE, Store
-from engram.tokens import count_message, storage_counter
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +37,6 @@ log = logging.getLogger(__name__)
 #: imported history, say) is folded over several cycles, oldest first, so
 #: one cycle's memory and model input stay bounded.
 MAX_PLAN_ROWS = 10_000
-#: Section titles, in seed 001's prompt order (memories come from the caller).
-IMPORTANT_TITLE = "IMPORTANT DATA FROM PREVIOUS CONVERSATIONS"
-SUMMARY_TITLE = "CONVERSATION SUMMARY"
 #: Version returned when the stored state cannot even be read (no CAS possible).
 UNREADABLE = -1
 
@@ -50,6 +44,23 @@ UNREADABLE = -1
 NOTHING_DUE = "nothing due"
 SUPERSEDED = "superseded"
 STATE_UNREADABLE = "state unreadable"
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """What a caller already read of a session, so the cycle does not read it again.
+
+    Attributes:
+        state: The compaction state as read.
+        version: Its record version.
+        rows: Every message after ``state.watermark``, oldest first (all of
+            them: a partial read must not be passed).
+
+    """
+
+    state: CompactionState
+    version: int
+    rows: list[Message]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,28 +116,6 @@ def load_compaction_state(store: Store, scope: str, session: str) -> tuple[Compa
     return parse_state(record.data), record.version
 
 
-def state_sections(state: CompactionState) -> list[Section]:
-    """The important-data and summary sections of a state, in prompt order (blank ones left out)."""
-    out: list[Section] = []
-    important = to_prompt_text(state.important_data)
-    if important != "{}":
-        out.append(Section(IMPORTANT_TITLE, important))
-    if state.summary.strip():
-        out.append(Section(SUMMARY_TITLE, state.summary))
-    return out
-
-
-@lru_cache(maxsize=512)
-def section_tokens(text: str) -> int:
-    """Exact size (storage encoding) of a system message carrying ``text``."""
-    return count_message(storage_counter(), "system", text)
-
-
-def sections_tokens(sections: list[Section]) -> int:
-    """Exact size of sections as the prompt shows them."""
-    return sum(section_tokens(s.render()) for s in sections if s.text.strip())
-
-
 def plan_state(state: CompactionState, *, extra_tokens: int = 0) -> PlanState:
     """The planner's view of ``state``: fixed costs are ``extra_tokens`` plus important data."""
     important = 0
@@ -169,6 +158,7 @@ def compact_session(
     *,
     extra_tokens: int = 0,
     now: datetime | None = None,
+    loaded: Loaded | None = None,
 ) -> CompactionResult:
     """Run one compaction cycle of one session and commit it by compare-and-set.
 
@@ -182,18 +172,24 @@ def compact_session(
         extra_tokens: Tokens of the prompt's other fixed parts (system prompt,
             long-term memories), counted by the ``tokens`` trigger (seed 001).
         now: Commit time (UTC); defaults to the current time.
+        loaded: The state and rows the caller already read (saves a read;
+            the compare-and-set still guards against anything newer).
 
     Returns:
         What happened; ``committed`` is False when nothing was due or another
         writer committed first (that writer's state stands).
 
     """
-    state, version = load_compaction_state(store, scope, session)
+    if loaded is not None:
+        state, version, messages = loaded.state, loaded.version, loaded.rows
+    else:
+        state, version = load_compaction_state(store, scope, session)
     if version == UNREADABLE:
         return CompactionResult(
             False, STATE_UNREADABLE, 0, version, 0, notes=(state.reset_reason or "",), state=state
         )
-    messages, _complete = unfolded(store, scope, session, state.watermark)
+    if loaded is None:
+        messages, _complete = unfolded(store, scope, session, state.watermark)
     plan = plan_compaction(
         policy, rows_from_messages(messages), plan_state(state, extra_tokens=extra_tokens)
     )

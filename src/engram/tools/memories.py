@@ -8,12 +8,10 @@ only ever search the memories of the conversation's own scope.
 
 from __future__ import annotations
 
-from typing import Annotated, Protocol, cast
+from typing import Annotated
 
 from engram.memories.records import memory_json
-from engram.memories.search import rank
 from engram.models import JSON
-from engram.store import Store
 from engram.tools.registry import ToolSession, register
 from engram.tools.schema import Length, Range
 
@@ -21,11 +19,6 @@ from engram.tools.schema import Length, Range
 MAX_MEMORY_RESULTS = 20
 #: Longest memory query accepted, in characters.
 MAX_MEMORY_QUERY_CHARS = 500
-
-
-class _StoreOwner(Protocol):
-    @property
-    def store(self) -> Store: ...
 
 
 @register(items_key="results")
@@ -44,8 +37,7 @@ def search_memories(
         query: Keywords to look for, as plain text.
         limit: Most memories to return.
     """
-    store = cast(_StoreOwner, session.engram).store
-    found = rank(query, store.list_memories(session.scope), limit=limit)
+    found = session.memories().ranked(query, limit=limit)
     results = []
     for score, memory in found:
         item = memory_json(memory)

@@ -1,0 +1,36 @@
+"""Background work: compactions and end-of-session memories, off the caller's path.
+
+One :class:`Scheduler` protocol, two implementations, chosen by what the store
+can do (never by its type name):
+
+* :class:`~engram.background.local.LocalScheduler`: small bounded thread pools
+  in this process (SQLite, jsondir, memory stores);
+* :class:`~engram.background.queue.QueueScheduler`: the shared job queue of a
+  store that offers one (PostgreSQL), so any server sharing the database may
+  run any job.
+
+A scheduler never calls up into the ``Engram`` facade: it is given
+:class:`Handlers` (the runtime) that do the work.
+"""
+
+from __future__ import annotations
+
+from engram.background.base import Handlers, Scheduler, SupportsJobQueue
+from engram.background.local import LocalScheduler
+from engram.background.queue import QueueScheduler
+
+__all__ = [
+    "Handlers",
+    "LocalScheduler",
+    "QueueScheduler",
+    "Scheduler",
+    "SupportsJobQueue",
+    "make_scheduler",
+]
+
+
+def make_scheduler(store: object, handlers: Handlers, *, run_jobs: bool = True) -> Scheduler:
+    """The shared-queue scheduler when the store offers a queue, else the in-process one."""
+    if isinstance(store, SupportsJobQueue):
+        return QueueScheduler(store, handlers, run_jobs=run_jobs)
+    return LocalScheduler(handlers)

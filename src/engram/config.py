@@ -1,0 +1,153 @@
+"""Engram's settings, each declared once: its environment variable, type, default and meaning.
+
+Every interface (library, CLI, and later the server) reads its configuration
+through :meth:`Config.from_env`, so a setting has one name, one parser and one
+default everywhere. Explicit arguments win over the environment::
+
+    config = Config.from_env()                      # ENGRAM_* variables, else defaults
+    config = Config.from_env(url="sqlite:///x.db")  # one value given, the rest from env
+
+A value that cannot be read raises :class:`~engram.errors.ConfigError` naming
+the variable, never a bare ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from engram.errors import ConfigError
+
+#: The store used when neither the caller nor ``ENGRAM_URL`` names one.
+DEFAULT_URL: Final = "sqlite:///./engram.db"
+#: Long-term memories kept per scope.
+DEFAULT_MEMORY_CAP: Final = 10
+#: Seconds ``Engram.close`` waits for background work before giving up on it.
+DEFAULT_CLOSE_TIMEOUT: Final = 30.0
+#: Overall seconds a synchronous compaction may take before the turn goes on without it.
+DEFAULT_COMPACTION_DEADLINE: Final = 20.0
+
+
+def _text(raw: str) -> str:
+    return raw
+
+
+def _positive_int(raw: str) -> int:
+    value = int(raw)
+    if value < 1:
+        raise ValueError("must be a positive integer")
+    return value
+
+
+def _positive_float(raw: str) -> float:
+    value = float(raw)
+    if not value > 0 or value == float("inf"):
+        raise ValueError("must be a positive number of seconds")
+    return value
+
+
+def _flag(raw: str) -> bool:
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError("must be true or false")
+
+
+def _zone(raw: str) -> str:
+    try:
+        ZoneInfo(raw)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError("is not a known IANA time zone") from None
+    return raw
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One setting: the environment variable that sets it and how its text is read."""
+
+    env: str
+    parse: Callable[[str], Any]
+    help: str
+
+
+#: Field name -> its setting. The order is the order of the documentation.
+SETTINGS: Final[dict[str, Setting]] = {
+    "url": Setting("ENGRAM_URL", _text, "store URL: sqlite:///path, postgresql://..., jsondir:///"),
+    "tz": Setting("ENGRAM_TZ", _zone, "time zone date phrases are read in (IANA name)"),
+    "memory_cap": Setting("ENGRAM_MEMORY_CAP", _positive_int, "long-term memories per scope"),
+    "run_jobs": Setting(
+        "ENGRAM_RUN_JOBS", _flag, "PostgreSQL: run shared background jobs in this process"
+    ),
+    "close_timeout": Setting(
+        "ENGRAM_CLOSE_TIMEOUT", _positive_float, "seconds close() waits for background work"
+    ),
+    "compaction_deadline": Setting(
+        "ENGRAM_COMPACTION_DEADLINE",
+        _positive_float,
+        "overall seconds a synchronous compaction may take before the turn goes on",
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Resolved settings of one ``Engram`` (see :data:`SETTINGS` for their variables)."""
+
+    url: str = DEFAULT_URL
+    tz: str = "UTC"
+    memory_cap: int = DEFAULT_MEMORY_CAP
+    run_jobs: bool = True
+    close_timeout: float = DEFAULT_CLOSE_TIMEOUT
+    compaction_deadline: float = DEFAULT_COMPACTION_DEADLINE
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **given: Any) -> Config:
+        """Settings from ``given`` (when not None), else the environment, else the defaults.
+
+        Raises:
+            ConfigError: a variable is set to a value that cannot be read, or an
+                unknown setting is given.
+
+        """
+        unknown = sorted(set(given) - set(SETTINGS))
+        if unknown:
+            raise ConfigError(f"unknown setting(s) {unknown}; known: {list(SETTINGS)}")
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name, setting in SETTINGS.items():
+            if given.get(name) is not None:
+                values[name] = _checked(name, setting, given[name])
+                continue
+            raw = env.get(setting.env)
+            if raw:
+                try:
+                    values[name] = setting.parse(raw)
+                except ValueError as exc:
+                    raise ConfigError(f"{setting.env}={raw!r} {exc}") from None
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with some settings changed (checked like the environment's)."""
+        for name, value in changes.items():
+            if name not in SETTINGS:
+                raise ConfigError(f"unknown setting {name!r}; known: {list(SETTINGS)}")
+            changes[name] = _checked(name, SETTINGS[name], value)
+        return dataclasses.replace(self, **changes)
+
+
+def _checked(name: str, setting: Setting, value: Any) -> Any:
+    """A value given in code, checked by the same rule as its environment text."""
+    if setting.parse is _flag or isinstance(value, bool):
+        if setting.parse is _flag and isinstance(value, bool):
+            return value
+        raise ConfigError(f"{name}={value!r}: wrong type")
+    try:
+        return setting.parse(str(value))
+    except ValueError as exc:
+        raise ConfigError(f"{name}={value!r} {exc}") from None

@@ -1,0 +1,220 @@
+"""What every session of one ``Engram`` shares: store, counter, model, scheduler, settings.
+
+The runtime is the layer between the thin handles (``Engram``, ``Session``)
+and the parts below them. It owns no conversation data. Handles and
+background workers get the runtime, never the facade, so calls only go down:
+
+    Engram (composition root, scope-level operations)
+      -> Session (one conversation: a handle)
+        -> prompt assembly, compaction cycle, memories
+          -> Runtime (store, counter, model, scheduler, config)
+            -> store
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from zoneinfo import ZoneInfo
+
+from engram.background import Scheduler, make_scheduler
+from engram.compaction.cycle import CompactionResult, Loaded, compact_session
+from engram.compaction.summarizer import LLMSummarizer, OfflineSummarizer, Summarizer
+from engram.config import Config
+from engram.context import Section
+from engram.errors import InvalidQuery, MessageNotFound
+from engram.llm.client import LLMClient
+from engram.memories import SECTION_TITLE as MEMORIES_SECTION_TITLE
+from engram.memories import Memories, MemoryBudget, MemoryMetrics
+from engram.models import Message, NewMessage
+from engram.policy import Policy, get_policy
+from engram.sections.agent_state import compact_stored_agent_state
+from engram.store import Store
+from engram.tokens import TokenCounter, count_message, storage_counter
+
+log = logging.getLogger("engram")
+
+#: Gives the long-term memories of a scope as prompt text (None or "": none).
+MemoriesProvider = Callable[[str], "str | None"]
+#: Threads that run synchronous compactions under their deadline.
+SYNC_COMPACTION_WORKERS = 4
+
+
+@dataclass
+class Runtime:
+    """The shared parts of one ``Engram``. Build it with :meth:`create`."""
+
+    store: Store
+    config: Config
+    tz: ZoneInfo
+    llm: LLMClient | None
+    memory_budget: MemoryBudget
+    memory_metrics: MemoryMetrics = field(default_factory=MemoryMetrics)
+    memories_text: MemoriesProvider | None = None
+    counter: TokenCounter = field(default_factory=storage_counter)
+    scheduler: Scheduler = field(init=False)
+    _sync: ThreadPoolExecutor = field(init=False)
+    _inflight: dict[tuple[str, str], Future[CompactionResult]] = field(init=False)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+
+    @classmethod
+    def create(
+        cls,
+        store: Store,
+        config: Config,
+        *,
+        llm: LLMClient | None,
+        memory_budget: MemoryBudget | None = None,
+        memories_text: MemoriesProvider | None = None,
+    ) -> Runtime:
+        """Wire the parts; the scheduler's threads start last (nothing after may fail)."""
+        runtime = cls(
+            store=store,
+            config=config,
+            tz=ZoneInfo(config.tz),
+            llm=llm,
+            memory_budget=memory_budget or MemoryBudget(),
+            memories_text=memories_text,
+        )
+        runtime._sync = ThreadPoolExecutor(
+            SYNC_COMPACTION_WORKERS, thread_name_prefix="engram-sync-compact"
+        )
+        runtime._inflight = {}
+        runtime.scheduler = make_scheduler(store, runtime, run_jobs=config.run_jobs)
+        return runtime
+
+    # -- messages -------------------------------------------------------------------
+
+    def count(self, message: NewMessage) -> int:
+        """Exact size of a message in the storage encoding, chat overhead included."""
+        return count_message(
+            self.counter,
+            message.role,
+            message.content,
+            name=message.name,
+            tool_calls=message.tool_calls,
+            tool_call_id=message.tool_call_id,
+        )
+
+    def message(self, scope: str, message_id: int) -> Message:
+        """One stored message by id, only if it belongs to ``scope``.
+
+        Raises:
+            InvalidQuery: the id is not an integer.
+            MessageNotFound: no such message in this scope.
+
+        """
+        if isinstance(message_id, bool) or not isinstance(message_id, int):
+            raise InvalidQuery(f"message id must be an integer, got {message_id!r}")
+        found = self.store.get_message(scope, message_id)
+        if found is None:
+            raise MessageNotFound(f"no message {message_id} in scope {scope!r}")
+        return found
+
+    def stored_policy(self, scope: str, session: str) -> Policy:
+        """The policy stored with the session, else ``default``."""
+        info = self.store.get_session(scope, session)
+        stored = info.policy if info is not None else None
+        return get_policy(stored) if stored else get_policy("default")
+
+    # -- compaction -----------------------------------------------------------------
+
+    def summarizer(self) -> Summarizer:
+        """The model's summarizer (with the offline fallback), or the offline one."""
+        return LLMSummarizer(self.llm) if self.llm is not None else OfflineSummarizer()
+
+    def compact(
+        self,
+        scope: str,
+        session: str,
+        policy: Policy | None,
+        *,
+        extra_tokens: int = 0,
+        loaded: Loaded | None = None,
+    ) -> CompactionResult:
+        """One compaction cycle, then the agent-state rules (``policy`` None: the stored one)."""
+        active = policy if policy is not None else self.stored_policy(scope, session)
+        result = compact_session(
+            self.store,
+            scope,
+            session,
+            active,
+            self.summarizer(),
+            extra_tokens=extra_tokens,
+            loaded=loaded,
+        )
+        compact_stored_agent_state(self.store, scope, session)
+        return result
+
+    def compact_within(
+        self,
+        scope: str,
+        session: str,
+        policy: Policy,
+        *,
+        extra_tokens: int = 0,
+        loaded: Loaded | None = None,
+    ) -> CompactionResult | None:
+        """Compact now, waiting at most the configured deadline; None when it ran out.
+
+        A compaction that outlives the deadline goes on in its thread and
+        commits by compare-and-set when it finishes; a later call for the same
+        session waits for that one instead of starting another.
+        """
+        key = (scope, session)
+        with self._lock:
+            future = self._inflight.get(key)
+            if future is None:
+                future = self._sync.submit(
+                    self.compact, scope, session, policy, extra_tokens=extra_tokens, loaded=loaded
+                )
+                self._inflight[key] = future
+                future.add_done_callback(lambda done: self._forget(key, done))
+        try:
+            return future.result(timeout=self.config.compaction_deadline)
+        except FutureTimeout:
+            log.warning(
+                "compaction of %s/%s still running after %.0f s; the turn goes on without it",
+                scope,
+                session,
+                self.config.compaction_deadline,
+            )
+            return None
+
+    def _forget(self, key: tuple[str, str], done: Future[CompactionResult]) -> None:
+        with self._lock:
+            if self._inflight.get(key) is done:
+                del self._inflight[key]
+
+    # -- long-term memories ---------------------------------------------------------
+
+    def memories(self, scope: str) -> Memories:
+        """The long-term memories of a scope."""
+        return Memories(
+            self.store,
+            scope,
+            llm=self.llm,
+            cap=self.config.memory_cap,
+            budget=self.memory_budget,
+            metrics=self.memory_metrics,
+        )
+
+    def memories_section(self, scope: str) -> Section | None:
+        """The scope's long-term memories as a prompt section, or None when it has none."""
+        if self.memories_text is not None:
+            text = self.memories_text(scope)
+        else:
+            text = self.memories(scope).context_text(tz=self.tz)
+        return Section(MEMORIES_SECTION_TITLE, text) if text and text.strip() else None
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Stop background work within ``timeout`` seconds; True when all of it finished."""
+        finished = self.scheduler.close(timeout)
+        self._sync.shutdown(wait=False, cancel_futures=True)
+        return finished
