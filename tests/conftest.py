@@ -8,10 +8,13 @@ with the reason, never silently dropped.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
+import engram
+from engram.engine import Engram
 from engram.llm import LLMClient
 from engram.store import Store, open_store
 from engram.testing import FakeLLMServer
@@ -82,3 +85,30 @@ def client(fake_llm: FakeLLMServer) -> Iterator[LLMClient]:
     """A real LLM client talking to the scripted server."""
     with LLMClient("gpt-4o-mini", base_url=fake_llm.base_url, timeout=30, backoff=0.01) as c:
         yield c
+
+
+@pytest.fixture
+def open_engram(store_url: str) -> Iterator[Callable[..., Engram]]:
+    """Opens ``Engram`` objects on ``store_url`` (no model unless given); all closed after."""
+    opened: list[Engram] = []
+
+    def make(**options: Any) -> Engram:
+        mem = engram.open(store_url, **{"llm": None, **options})
+        opened.append(mem)
+        return mem
+
+    yield make
+    for mem in reversed(opened):
+        mem.close()
+
+
+@pytest.fixture
+def mem(open_engram: Callable[..., Engram]) -> Engram:
+    """An ``Engram`` with no model on a fresh store of each backend in turn."""
+    return open_engram()
+
+
+@pytest.fixture
+def mem_llm(open_engram: Callable[..., Engram], client: LLMClient) -> Engram:
+    """An ``Engram`` whose model is the scripted server, on each backend in turn."""
+    return open_engram(llm=client)

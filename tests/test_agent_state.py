@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
-import engram
 from engram.compaction import agentstate as A
 from engram.engine import Engram
 from engram.errors import ConfigError
-
-
-@pytest.fixture
-def mem(tmp_path: object) -> Iterator[Engram]:
-    with engram.open(f"sqlite:///{tmp_path}/x.db", llm=None) as opened:
-        yield opened
 
 
 def test_seed_002_compaction_example(mem: Engram) -> None:

@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-import engram
 from engram.engine import Engram
 from engram.errors import DateParseError, InvalidMessage, InvalidQuery, MessageNotFound
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.validation import MAX_CONTENT_BYTES
-
-
-@pytest.fixture
-def mem(store_url: str) -> Iterator[Engram]:
-    opened = engram.open(store_url, llm=None)
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 def stored(mem: Engram, session: str = "s", scope: str = "p") -> list[str]:

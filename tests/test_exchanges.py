@@ -4,22 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 
 import pytest
 
-import engram
 from engram.engine import Engram, Session
 from engram.errors import InvalidQuery
 from engram.exchanges import TOOL_CACHE_KIND, cache_key
 
 LONG_ANSWER = "Droideka is a strong defensive champion. " * 40  # ~1.6 KB
-
-
-@pytest.fixture
-def mem(tmp_path: object) -> Iterator[Engram]:
-    with engram.open(f"sqlite:///{tmp_path}/x.db", llm=None) as opened:
-        yield opened
 
 
 def exchange(chat: Session, i: int, answer: str | None = None) -> None:

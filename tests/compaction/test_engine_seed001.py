@@ -7,11 +7,10 @@ over 3,000 tokens summarizes first, then builds the prompt.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-import engram
 from engram.compaction.state import STATE_KIND
 from engram.compaction.words import count_words
 from engram.engine import Engram, Session
@@ -31,10 +30,10 @@ def llm() -> Iterator[FakeLLMServer]:
 
 
 @pytest.fixture
-def mem(tmp_path: object, llm: FakeLLMServer) -> Iterator[Engram]:
+def mem(open_engram: Callable[..., Engram], llm: FakeLLMServer) -> Iterator[Engram]:
+    """Every backend, with the scripted model answering as a summarizer."""
     with LLMClient("gpt-4o-mini", base_url=llm.base_url, backoff=0.01) as client:
-        with engram.open(f"sqlite:///{tmp_path}/x.db", llm=client) as opened:
-            yield opened
+        yield open_engram(llm=client)
 
 
 def fill_until(chat: Session, tokens: int, start: int = 0) -> int:
@@ -128,9 +127,11 @@ def test_scenario_3_incremental_summarization(mem: Engram, llm: FakeLLMServer) -
     assert "User message 0:" not in summary_prompts[1]
 
 
-def test_scenario_4_important_data_preserved_across_cycles(tmp_path: object) -> None:
+def test_scenario_4_important_data_preserved_across_cycles(
+    open_engram: Callable[..., Engram],
+) -> None:
     # Offline (no model): the rule-based extraction keeps what the user said.
-    with engram.open(f"sqlite:///{tmp_path}/x.db", llm=None) as mem:
+    with open_engram() as mem:
         chat = mem.session("s4", policy="summary_buffer")
         chat.add("user", "I prefer dark mode.")
         chat.add("user", "Document structure: Intro, Methods, Results, Conclusion")

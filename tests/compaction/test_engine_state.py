@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -23,12 +23,6 @@ from .engine_support import long_text
 SMALL = get_policy(
     {"name": "small", "max_history_messages": 10, "keep_messages": 4, "max_messages": 20}
 )
-
-
-@pytest.fixture
-def mem(tmp_path: object) -> Iterator[Engram]:
-    with engram.open(f"sqlite:///{tmp_path}/x.db", llm=None) as opened:
-        yield opened
 
 
 def fill(chat: Session, n: int) -> None:

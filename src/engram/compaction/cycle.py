@@ -18,6 +18,7 @@ exactly as the prompt will show them.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -26,6 +27,7 @@ from engram.compaction.planner import PlanState, plan_compaction, rows_from_mess
 from engram.compaction.state import STATE_KIND, CompactionState, fresh_state, parse_state
 from engram.compaction.summarizer import Summarizer
 from engram.errors import CorruptedData, StoreError
+from engram.llm.client import LLMResult
 from engram.models import Message
 from engram.policy import Policy
 from engram.sections.summary import SUMMARY_TITLE, section_tokens, state_sections
@@ -180,16 +182,14 @@ def compact_session(
         writer committed first (that writer's state stands).
 
     """
-    if loaded is not None:
-        state, version, messages = loaded.state, loaded.version, loaded.rows
-    else:
-        state, version = load_compaction_state(store, scope, session)
-    if version == UNREADABLE:
-        return CompactionResult(
-            False, STATE_UNREADABLE, 0, version, 0, notes=(state.reset_reason or "",), state=state
-        )
     if loaded is None:
-        messages, _complete = unfolded(store, scope, session, state.watermark)
+        state, version = load_compaction_state(store, scope, session)
+        rows = [] if version == UNREADABLE else unfolded(store, scope, session, state.watermark)[0]
+        loaded = Loaded(state, version, rows)
+    state, version, messages = loaded.state, loaded.version, loaded.rows
+    if version == UNREADABLE:
+        notes = (state.reset_reason or "",)
+        return CompactionResult(False, STATE_UNREADABLE, 0, version, 0, notes=notes, state=state)
     plan = plan_compaction(
         policy, rows_from_messages(messages), plan_state(state, extra_tokens=extra_tokens)
     )
@@ -213,12 +213,7 @@ def compact_session(
         summary_max_bytes=policy.summary_max_bytes,
         summary_target_bytes=policy.summary_target_bytes,
     )
-    # The calls were made (and paid for) whether or not this cycle wins.
-    for call in result.usage:
-        try:
-            store.record_usage(scope, session, call.usage_record(when))
-        except StoreError as exc:
-            log.warning("could not record LLM usage of %s/%s: %s", scope, session, exc)
+    _record_usage(store, scope, session, result.usage, when)
     if result.degraded:
         log.warning("compaction of %s/%s degraded: %s", scope, session, "; ".join(result.notes))
     return _commit(
@@ -232,6 +227,17 @@ def compact_session(
         result.degraded,
         result.notes,
     )
+
+
+def _record_usage(
+    store: Store, scope: str, session: str, calls: Sequence[LLMResult], when: datetime
+) -> None:
+    """Record the model calls of a fold: made (and paid for) whether or not the cycle wins."""
+    for call in calls:
+        try:
+            store.record_usage(scope, session, call.usage_record(when))
+        except StoreError as exc:
+            log.warning("could not record LLM usage of %s/%s: %s", scope, session, exc)
 
 
 def _commit(
