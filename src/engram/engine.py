@@ -267,6 +267,7 @@ def open(
     memory_cap: int | None = None,
     memory_budget: MemoryBudget | None = None,
     run_jobs: bool | None = None,
+    config: Config | None = None,
     **store_options: Any,
 ) -> Engram:
     """Open Engram on a store URL (default: ``ENGRAM_URL``, else ``sqlite:///./engram.db``).
@@ -276,10 +277,14 @@ def open(
     :data:`FROM_ENV` (default: ``ENGRAM_LLM_*`` variables; none set, no model).
     ``memory_cap`` and ``memory_budget`` govern long-term memories.
     ``run_jobs=False`` (PostgreSQL only): enqueue background jobs but leave
-    them to other processes' workers. Other settings come from the
-    environment (see :mod:`engram.config`).
+    them to other processes' workers. Other settings come from ``config``,
+    else the environment (see :mod:`engram.config`); the arguments win.
     """
-    config = Config.from_env(url=url, tz=tz, memory_cap=memory_cap, run_jobs=run_jobs)
+    given = {"url": url, "tz": tz, "memory_cap": memory_cap, "run_jobs": run_jobs}
+    if config is None:
+        config = Config.from_env(**given)
+    else:
+        config = config.replace(**{k: v for k, v in given.items() if v is not None})
     store = open_store(config.url, **store_options)
     try:
         return Engram(store, llm=llm, memory_budget=memory_budget, config=config)

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
@@ -178,7 +179,7 @@ class Runtime:
             return future.result(timeout=self.config.compaction_deadline)
         except FutureTimeout:
             log.warning(
-                "compaction of %s/%s still running after %.0f s; the turn goes on without it",
+                "compaction of %s/%s still running after %.1f s; the turn goes on without it",
                 scope,
                 session,
                 self.config.compaction_deadline,
@@ -215,6 +216,11 @@ class Runtime:
 
     def close(self, timeout: float | None = None) -> bool:
         """Stop background work within ``timeout`` seconds; True when all of it finished."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         finished = self.scheduler.close(timeout)
+        with self._lock:
+            running = list(self._inflight.values())
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        _done, still_running = wait(running, timeout=left)
         self._sync.shutdown(wait=False, cancel_futures=True)
-        return finished
+        return finished and not still_running
