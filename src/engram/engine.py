@@ -280,7 +280,7 @@ def open(
     them to other processes' workers. Other settings come from ``config``,
     else the environment (see :mod:`engram.config`); the arguments win.
     """
-    given = {"url": url, "tz": tz, "memory_cap": memory_cap, "run_jobs": run_jobs}
+    given: dict[str, Any] = {"url": url, "tz": tz, "memory_cap": memory_cap, "run_jobs": run_jobs}
     if config is None:
         config = Config.from_env(**given)
     else:
