@@ -32,8 +32,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from engram.compaction.cycle import unfolded
@@ -98,22 +97,14 @@ class ExchangeHost(Protocol):
     id: str
     runtime: Runtime
 
-    def add(
-        self,
-        role: str,
-        content: str | None,
-        *,
-        name: str | None = None,
-        tool_calls: Sequence[Mapping[str, Any]] | None = None,
-        tool_call_id: str | None = None,
-        created_at: datetime | str | float | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Message:
-        """Store one message."""
+    @property
+    def add(self) -> Callable[..., Message]:
+        """``Session.add``: store one message."""
         ...
 
-    def add_many(self, messages: Iterable[Mapping[str, Any]]) -> list[Message]:
-        """Store messages in one transaction."""
+    @property
+    def add_many(self) -> Callable[..., list[Message]]:
+        """``Session.add_many``: store messages in one transaction."""
         ...
 
     def compact_later(self) -> bool:
