@@ -24,7 +24,7 @@ from engram.compaction.cycle import (
 )
 from engram.compaction.planner import plan_compaction, rows_from_messages
 from engram.compaction.state import CompactionState, fresh_state
-from engram.context import Context, HistoryReader, Section, build_context
+from engram.context import Context, HistoryReader, Omission, Section, build_context
 from engram.models import Message
 from engram.policy import Policy
 from engram.runtime import Runtime
@@ -47,6 +47,8 @@ LATE_NOTE = (
     "and the compaction goes on in the background"
 )
 NOT_RUN_NOTE = "compaction is due but was not run (read-only view): the next turn runs it"
+#: Omission reason of the messages folded into the summary.
+IN_SUMMARY = "in summary"
 NO_MODEL_NOTE = "no model is configured: summaries are written by the offline summarizer"
 
 
@@ -107,10 +109,22 @@ def build_prompt(
     )
     return dataclasses.replace(
         ctx,
+        omitted=[*_summarized(reads.state), *ctx.omitted],
         notes=[*ctx.notes, *reads.notes],
         pending_compaction=reads.pending,
         degraded=ctx.degraded or reads.degraded,
     )
+
+
+def _summarized(state: CompactionState) -> list[Omission]:
+    """The messages folded into the summary: left out verbatim, and said so."""
+    if not state.watermark:
+        return []
+    detail = (
+        f"{state.messages_summarized_count} messages with ids up to {state.watermark} are in "
+        f"the summary (version {state.summary_version})"
+    )
+    return [Omission(IN_SUMMARY, before_id=state.watermark + 1, detail=detail)]
 
 
 def fixed_tokens(system: str | None, sections: list[Section]) -> int:
