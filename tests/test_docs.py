@@ -33,6 +33,9 @@ def test_python_blocks_run(doc: Path, tmp_path: Path, monkeypatch: pytest.Monkey
         namespace: dict[str, object] = {"__name__": f"doc_{doc.stem}"}
         for index, code in enumerate(blocks(doc)):
             exec(compile(code, f"{doc.name}#block{index}", "exec"), namespace)
+        # The reader's OPENAI_API_KEY is what reaches the server, never a placeholder.
+        sent = {r.headers.get("authorization") for r in server.requests if r.method == "POST"}
+        assert sent <= {"Bearer test"}
         for value in namespace.values():  # close what the example opened
             close = getattr(value, "close", None)
             if callable(close) and type(value).__module__.startswith("engram"):

@@ -222,3 +222,57 @@ class TestPrices:
     @pytest.mark.parametrize("model", ["llama", "my-local-model", "qwen"])
     def test_unknown(self, model: str):
         assert cost_usd(model, 10, 10) is None
+
+
+class TestKeyResolution:
+    """The SDK's own variables are honoured; a placeholder only for a server on this machine."""
+
+    def test_openai_api_key_is_sent(
+        self, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-reader")
+        with LLMClient("gpt-4o-mini", base_url=fake_llm.base_url) as client:
+            client.chat([{"role": "user", "content": "hi"}], purpose="test")
+        assert fake_llm.requests[-1].headers["authorization"] == "Bearer sk-reader"
+
+    def test_openai_base_url_is_honoured(
+        self, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+        with LLMClient("gpt-4o-mini") as client:
+            client.chat([{"role": "user", "content": "hi"}], purpose="test")
+        assert fake_llm.requests[-1].headers["authorization"] == "Bearer sk-env"
+
+    def test_explicit_key_wins(
+        self, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+        with LLMClient("m", base_url=fake_llm.base_url, api_key="sk-given") as client:
+            client.chat([{"role": "user", "content": "hi"}], purpose="test")
+        assert fake_llm.requests[-1].headers["authorization"] == "Bearer sk-given"
+
+    def test_local_server_needs_no_key(
+        self, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        with LLMClient("m", base_url=fake_llm.base_url) as client:
+            assert client.chat([{"role": "user", "content": "hi"}], purpose="test").text
+
+    @pytest.mark.parametrize("base_url", [None, "https://api.x.ai/v1"])
+    def test_remote_server_without_a_key_is_a_clear_error(
+        self, base_url: str | None, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+        with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+            LLMClient("gpt-4o-mini", base_url=base_url)
+
+
+def test_import_engram_does_not_load_the_openai_sdk() -> None:
+    import subprocess
+    import sys
+
+    code = "import engram, sys; print('openai' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

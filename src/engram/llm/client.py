@@ -24,14 +24,17 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from engram.errors import ConfigError, LLMBadResponse, LLMError, LLMTimeout
 from engram.llm.prices import cost_usd
 from engram.models import JSON, UsageRecord
 from engram.tokens import count_messages, counter_for_model
+
+if TYPE_CHECKING:
+    # Annotations only: the SDK is imported when a client is built (``import engram`` stays fast).
+    import openai
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,10 @@ ENV_TIMEOUT = "ENGRAM_LLM_TIMEOUT"
 
 # Local servers (Ollama, vLLM, the test fake) accept any key; the SDK insists on one.
 _PLACEHOLDER_KEY = "not-needed"
+#: The SDK's own variables, honoured when Engram's are not given.
+OPENAI_API_KEY = "OPENAI_API_KEY"
+OPENAI_BASE_URL = "OPENAI_BASE_URL"
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
 _FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
@@ -101,8 +108,10 @@ class LLMClient:
 
         Args:
             model: Model name as the server knows it.
-            base_url: Server URL ending in ``/v1``; None means OpenAI.
-            api_key: Bearer key; local servers accept any value.
+            base_url: Server URL ending in ``/v1``; None means ``OPENAI_BASE_URL``,
+                else OpenAI.
+            api_key: Bearer key; None means ``OPENAI_API_KEY``. A server on
+                this machine (localhost, 127.0.0.1, ::1) needs none.
             timeout: Seconds per attempt.
             backoff: Seconds to wait before the single retry.
             temperature: Sampling temperature; 0 keeps summaries stable. None omits it.
@@ -115,15 +124,22 @@ class LLMClient:
         if backoff < 0:
             raise ConfigError(f"LLM backoff must not be negative, got {backoff}")
         self.model = model
-        self.base_url = base_url
+        self.base_url = base_url or os.environ.get(OPENAI_BASE_URL) or None
         self.timeout = timeout
         self.backoff = backoff
         self.temperature = temperature
+        key = api_key or os.environ.get(OPENAI_API_KEY) or None
+        if key is None:
+            if not _is_local(self.base_url):
+                raise ConfigError(
+                    f"no API key for {self.base_url or 'OpenAI'}: set {OPENAI_API_KEY} "
+                    f"(or {ENV_API_KEY}), or pass api_key="
+                )
+            key = _PLACEHOLDER_KEY
+        import openai  # here, not at import time: most programs never build a client
+
         self._client = openai.OpenAI(
-            api_key=api_key or _PLACEHOLDER_KEY,
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=0,
+            api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
         )
 
     @classmethod
@@ -241,6 +257,8 @@ class LLMClient:
     # -- internals ----------------------------------------------------------------
 
     def _create_with_retry(self, kwargs: dict[str, Any], purpose: str) -> Any:
+        import openai  # already loaded by __init__; a dictionary look-up
+
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 return self._client.chat.completions.create(**kwargs)
@@ -331,6 +349,14 @@ def parse_json_object(text: str) -> JSON:
     if not isinstance(data, dict):
         raise LLMBadResponse(f"the model answered with JSON {type(data).__name__}, not an object")
     return data
+
+
+def _is_local(base_url: str | None) -> bool:
+    """Whether ``base_url`` names a server on this machine (which needs no key)."""
+    if not base_url:
+        return False
+    host = urlsplit(base_url).hostname or ""
+    return host in _LOCAL_HOSTS
 
 
 def _retryable_status(status: int) -> bool:
