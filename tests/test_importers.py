@@ -125,7 +125,11 @@ class TestJsonl:
             "metadata": {"k": "v"},
         }
         message = parse_jsonl(_jsonl(row), default_session="s")[0].messages[0]
-        assert message == {"role": "user", "content": "one\ntwo", "metadata": {"k": "v"}}
+        assert message == {
+            "role": "user",
+            "content": "one\ntwo",
+            "metadata": {"k": "v", "import_key": "id:7"},  # the line's own id keys it
+        }
 
     def test_bom_is_tolerated(self) -> None:
         data = b"\xef\xbb\xbf" + _jsonl({"role": "user", "content": "a"})

@@ -14,7 +14,7 @@ facade and its sessions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from engram.background import QueueScheduler
@@ -22,15 +22,28 @@ from engram.compaction.cycle import CompactionResult
 from engram.compaction.summarizer import Summarizer
 from engram.config import Config
 from engram.context import Section
-from engram.errors import ConfigError
+from engram.errors import (
+    ConfigError,
+    ImportFormatError,
+    InvalidMessage,
+    InvalidQuery,
+    SessionNotFound,
+)
 from engram.llm.client import LLMClient
 from engram.memories import Memories, MemoryBudget, MemoryMetrics
-from engram.models import Message, NewMessage, SessionInfo
+from engram.models import JSON, Message, NewMessage, SearchHit, SessionInfo
 from engram.policy import DEFAULT_BUDGET, Policy, get_policy
 from engram.prompt import PREREAD_ROWS
 from engram.runtime import MemoriesProvider, Runtime
 from engram.session import TOOL_CALL_LOOKBACK, Session
-from engram.store import Store, open_store
+from engram.store import MAX_PAGE, Store, open_store
+from engram.transfer import (
+    PreparedDocument,
+    check_target,
+    export_session,
+    prepare_document,
+    write_document,
+)
 from engram.validation import check_id
 
 __all__ = [
@@ -192,6 +205,69 @@ class Engram:
         """Sessions of one scope (or all), most recently updated first."""
         return self.store.list_sessions(scope, limit=limit, offset=offset)
 
+    def session_info(self, session_id: str, scope: str = "default") -> SessionInfo | None:
+        """The stored session with its totals, or None when it has no messages yet."""
+        check_id("scope", scope)
+        check_id("session", session_id)
+        return self.store.get_session(scope, session_id)
+
+    def require_session(self, session_id: str, scope: str = "default") -> Session:
+        """A handle on a session that exists.
+
+        Raises:
+            SessionNotFound: no such session in this scope.
+
+        """
+        if self.session_info(session_id, scope) is None:
+            raise SessionNotFound(f"no session {session_id!r} in scope {scope!r}")
+        return self.session(session_id, scope)
+
+    def search(
+        self,
+        query: str,
+        scope: str = "default",
+        *,
+        limit: int = 10,
+        roles: Sequence[str] | None = None,
+    ) -> list[SearchHit]:
+        """Ranked full-text search over every session of a scope."""
+        check_id("scope", scope)
+        if not isinstance(query, str):
+            raise InvalidQuery(f"search query must be text, got {type(query).__name__}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidQuery(f"limit must be a positive integer, got {limit!r}")
+        return self.store.search(scope, query, roles=roles, limit=min(limit, MAX_PAGE))
+
+    def export_session(self, session_id: str, scope: str = "default") -> JSON:
+        """One session as an Engram session document (messages, states), for ``import``."""
+        self.require_session(session_id, scope)
+        return export_session(self.store, scope, session_id)
+
+    def import_documents(
+        self, documents: Sequence[Mapping[str, Any]], *, scope: str | None = None
+    ) -> list[PreparedDocument]:
+        """Write Engram session documents; every one is checked before the first write.
+
+        Each document's session must not exist yet (``scope`` overrides the
+        documents' own scopes).
+
+        Raises:
+            ImportFormatError: a document is malformed (named by its position).
+            InvalidMessage: a message in it would be refused.
+
+        """
+        prepared = []
+        for index, document in enumerate(documents):
+            try:
+                prepared.append(prepare_document(document, scope=scope))
+            except (ImportFormatError, InvalidMessage) as exc:
+                raise ImportFormatError(f"document #{index}: {exc}") from None
+        for item in prepared:
+            check_target(self.store, item)
+        for item in prepared:
+            write_document(self.store, item)
+        return prepared
+
     def delete_session(self, session_id: str, scope: str = "default") -> bool:
         """Delete one conversation with everything it holds (admin); True if it existed."""
         check_id("scope", scope)
@@ -254,6 +330,11 @@ class Engram:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def url(self) -> str:
+        """The store's URL, any password masked."""
+        return self.store.url
 
     def __repr__(self) -> str:
         return f"Engram({self.store.url!r})"

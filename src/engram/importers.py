@@ -31,6 +31,7 @@ answers a call made earlier in the same session of the same file.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -44,11 +45,21 @@ from engram.errors import ImportFormatError, InvalidMessage
 from engram.models import JSON, ROLES, NewMessage
 from engram.validation import build_message, check_id
 
-Format = Literal["auto", "jsonl", "chatgpt"]
+Format = Literal["auto", "jsonl", "finetune", "chatgpt"]
 
-#: Formats :func:`read_import` accepts (``auto`` looks at the first non-blank byte).
-FORMATS: tuple[str, ...] = ("auto", "jsonl", "chatgpt", "document")
+#: Formats :func:`read_import` accepts (``auto`` looks at the content).
+FORMATS: tuple[str, ...] = ("auto", "jsonl", "finetune", "chatgpt", "document")
 
+#: What each format looks like, for errors about a file that is none of them.
+EXPECTED = (
+    "expected JSONL (one OpenAI message object per line), fine-tuning JSONL (one "
+    '{"messages": [...]} object per line), a ChatGPT conversations.json (a JSON list of '
+    'conversations), or Engram session documents (objects with "recent_history")'
+)
+
+
+#: Metadata key holding a message's import key (see :func:`import_key`).
+IMPORT_KEY = "import_key"
 
 #: Largest import file read into memory, in bytes (ChatGPT exports are one JSON document).
 MAX_FILE_BYTES = 2 * 1024**3
@@ -106,9 +117,11 @@ def read_import(
     except OSError as exc:
         raise ImportFormatError(f"cannot read file: {exc.strerror or exc}", file=label) from exc
     if fmt == "auto":
-        fmt = detect_format(data)
+        fmt = detect_format(data, file=label)
     if fmt == "chatgpt":
         return parse_chatgpt(data, file=label)
+    if fmt == "finetune":
+        return parse_finetune(data, file=label, prefix=default_session or path.stem)
     return parse_jsonl(data, file=label, default_session=default_session)
 
 
@@ -123,7 +136,7 @@ def read_documents(path: str | Path) -> list[JSON] | None:
         if path.stat().st_size > MAX_FILE_BYTES:
             return None
         data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     items = data if isinstance(data, list) else [data]
     if items and all(isinstance(i, dict) and "recent_history" in i for i in items):
@@ -131,10 +144,41 @@ def read_documents(path: str | Path) -> list[JSON] | None:
     return None
 
 
-def detect_format(data: bytes) -> str:
-    """``"chatgpt"`` when the content is a JSON list (``conversations.json``), else ``"jsonl"``."""
-    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
-    return "chatgpt" if head == b"[" else "jsonl"
+def detect_format(data: bytes, *, file: str = "<input>") -> str:
+    """Recognise the format of an import file from its content.
+
+    A JSON list is a ChatGPT export; lines of objects with a ``messages`` list
+    are fine-tuning JSONL; other lines of objects are JSONL messages.
+
+    Raises:
+        ImportFormatError: the content is one JSON object over several lines,
+            or nothing at all: the message says what was recognised and what
+            was expected.
+
+    """
+    body = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if body[:1] == b"[":
+        return "chatgpt"
+    if not body:
+        raise ImportFormatError(f"the file is empty; {EXPECTED}", file=file)
+    first = body.split(b"\n", 1)[0]
+    try:
+        head = json.loads(first)
+    except (ValueError, RecursionError):
+        head = None
+    if isinstance(head, dict) and isinstance(head.get("messages"), list):
+        return "finetune"
+    if head is None and body[:1] == b"{":
+        try:
+            json.loads(body)
+        except (ValueError, RecursionError):
+            return "jsonl"  # a broken line: the JSONL parser names it
+        raise ImportFormatError(
+            f"recognised a single JSON object spread over several lines, not a known format; "
+            f"{EXPECTED}",
+            file=file,
+        )
+    return "jsonl"
 
 
 # -- JSONL ------------------------------------------------------------------------------
@@ -164,12 +208,13 @@ def parse_jsonl(
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise fail(f"invalid UTF-8 at byte {exc.start}") from exc
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise fail(f"invalid JSON: {exc.msg} (column {exc.colno})") from exc
+        obj = _json_line(text, fail)
         if not isinstance(obj, dict):
-            raise fail(f"expected a JSON object, got {type(obj).__name__}")
+            raise fail(f"expected a JSON object (one message per line), got {type(obj).__name__}")
+        if isinstance(obj.get("messages"), list) and "role" not in obj:
+            raise fail(
+                'this line is a fine-tuning conversation {"messages": [...]}: use --format finetune'
+            )
         session = _session_of(obj, default_session, fail)
         seen = calls.setdefault(session, set())
         try:
@@ -179,8 +224,101 @@ def parse_jsonl(
         batch = batches.get(session)
         if batch is None:
             batch = batches[session] = ImportBatch(session)
-        batch.messages.append(message)
+        ident = obj.get("id")
+        if isinstance(ident, bool) or not isinstance(ident, str | int):
+            ident = None
+        batch.messages.append(_keyed(message, ident, len(batch.messages)))
     return list(batches.values())
+
+
+def _keyed(message: JSON, ident: str | int | None, position: int) -> JSON:
+    """``message`` with its import key in the metadata (see :func:`import_key`).
+
+    A key the message already carries (an Engram export of imported messages) is kept.
+    """
+    given = (message.get("metadata") or {}).get(IMPORT_KEY)
+    key = given if isinstance(given, str) else import_key(message, ident=ident, position=position)
+    return {**message, "metadata": {**(message.get("metadata") or {}), IMPORT_KEY: key}}
+
+
+def import_key(message: JSON, *, ident: str | int | None = None, position: int = 0) -> str:
+    """The stable key that makes importing the same file twice add nothing the second time.
+
+    A ChatGPT node id, else the line's own ``id``, else a hash of role, content,
+    timestamp and position in the session.
+    """
+    meta = message.get("metadata") or {}
+    if meta.get("source") == "chatgpt" and isinstance(meta.get("node"), str):
+        return f"chatgpt:{meta['node']}"
+    if ident is not None:
+        return f"id:{ident}"
+    when = message.get("created_at")
+    basis = json.dumps(
+        [message.get("role"), message.get("content"), str(when) if when else None, position],
+        ensure_ascii=True,
+    )
+    return "hash:" + hashlib.sha256(basis.encode()).hexdigest()[:32]
+
+
+def _json_line(text: str, fail: Any) -> Any:
+    """One line's JSON value; malformed, too deep or too large numbers name the line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise fail(f"invalid JSON: {exc.msg} (column {exc.colno})") from exc
+    except RecursionError:
+        raise fail("JSON nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise fail(f"invalid JSON: {exc}") from None
+
+
+def parse_finetune(
+    data: bytes, *, file: str = "<input>", prefix: str = "conversation"
+) -> list[ImportBatch]:
+    """Parse fine-tuning JSONL: one ``{"messages": [...]}`` conversation per line.
+
+    Each line becomes one session, named by its ``session`` (or ``id``) key, else
+    ``<prefix>-<line number>``.
+
+    Raises:
+        ImportFormatError: on the first malformed line or message, naming it.
+
+    """
+    batches: list[ImportBatch] = []
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+
+        def fail(message: str, number: int = number) -> ImportFormatError:
+            return ImportFormatError(message, file=file, line=number)
+
+        try:
+            obj = _json_line(raw.decode("utf-8"), fail)
+        except UnicodeDecodeError as exc:
+            raise fail(f"invalid UTF-8 at byte {exc.start}") from exc
+        if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
+            raise fail('expected a fine-tuning line {"messages": [...]}')
+        named = obj.get("session", obj.get("id"))
+        session = (
+            str(named)
+            if isinstance(named, str | int) and not isinstance(named, bool)
+            else f"{prefix}-{number}"
+        )
+        _check_session_id(session, fail)
+        batch = ImportBatch(session)
+        seen: set[str] = set()
+        for position, item in enumerate(obj["messages"]):
+            if not isinstance(item, dict):
+                raise fail(f"messages[{position}]: expected an object, got {type(item).__name__}")
+            try:
+                message = _message_from_openai(item, seen)
+            except ValueError as exc:
+                raise fail(f"messages[{position}]: {exc}") from exc
+            batch.messages.append(_keyed(message, None, position))
+        batches.append(batch)
+    return batches
 
 
 def _session_of(obj: Mapping[str, Any], default: str | None, fail: Any) -> str:
@@ -331,8 +469,14 @@ def parse_chatgpt(data: bytes, *, file: str = "conversations.json") -> list[Impo
         raise ImportFormatError(f"invalid UTF-8 at byte {exc.start}", file=file, line=line) from exc
     except json.JSONDecodeError as exc:
         raise ImportFormatError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno) from exc
+    except RecursionError:
+        raise ImportFormatError("JSON nested too deeply", file=file) from None
+    except ValueError as exc:
+        raise ImportFormatError(f"invalid JSON: {exc}", file=file) from None
     if not isinstance(doc, list):
-        raise ImportFormatError("expected a list of conversations", file=file)
+        raise ImportFormatError(
+            f"recognised a JSON {type(doc).__name__}, not a ChatGPT export; {EXPECTED}", file=file
+        )
     batches: list[ImportBatch] = []
     sessions: set[str] = set()
     for index, conversation in enumerate(doc):
@@ -460,7 +604,7 @@ def _chatgpt_message(
     text = _chatgpt_text(message.get("content"))
     if not text.strip():
         return None
-    metadata: JSON = {"source": "chatgpt", "node": node_id}
+    metadata: JSON = {"source": "chatgpt", "node": node_id, IMPORT_KEY: f"chatgpt:{node_id}"}
     if title:
         metadata["title"] = title
     out: JSON = {"role": role, "content": text, "metadata": metadata}
@@ -510,10 +654,13 @@ def _part_texts(parts: Iterable[Any]) -> Iterator[str]:
 
 __all__ = [
     "FORMATS",
+    "IMPORT_KEY",
     "MAX_FILE_BYTES",
     "ImportBatch",
     "detect_format",
+    "import_key",
     "parse_chatgpt",
+    "parse_finetune",
     "parse_jsonl",
     "parse_timestamp",
     "read_import",

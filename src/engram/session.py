@@ -19,7 +19,7 @@ from engram.compaction.agentstate import AgentState
 from engram.compaction.cycle import CompactionResult, load_compaction_state
 from engram.compaction.state import CompactionState
 from engram.context import Context
-from engram.errors import InvalidQuery
+from engram.errors import InvalidMessage, InvalidQuery
 from engram.exchanges import Exchanges
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.llm.client import LLMResult
@@ -37,6 +37,9 @@ __all__ = ["DEFAULT_BUDGET", "TOOL_CALL_LOOKBACK", "Session"]
 
 #: How far back ``add`` looks for the assistant call a tool result answers.
 TOOL_CALL_LOOKBACK = 64
+#: First messages read to find a session's title, and words a made-up title keeps.
+TITLE_SCAN = 20
+TITLE_WORDS = 8
 
 
 class Session:
@@ -83,14 +86,32 @@ class Session:
 
     def add_many(self, messages: Iterable[Mapping[str, Any]]) -> list[Message]:
         """Store many OpenAI-format messages in one transaction (all or none)."""
+        batch = self.check_many(messages)
+        return self._write(batch) if batch else []
+
+    def check_many(self, messages: Iterable[Mapping[str, Any]]) -> list[NewMessage]:
+        """Validate messages exactly as :meth:`add_many` would, writing nothing.
+
+        Raises:
+            InvalidMessage: the first refused message, by position and field.
+
+        """
+        if messages is None or isinstance(messages, str | bytes | Mapping):
+            raise InvalidMessage(
+                f"messages must be a list of message objects, got {type(messages).__name__}"
+            )
         batch = build_messages(messages)
-        if not batch:
-            return []
-        return self._append(batch)
+        if any(m.role == "tool" for m in batch):
+            check_tool_answers(batch, self._recent_call_ids(batch))
+        return batch
 
     def _append(self, batch: list[NewMessage]) -> list[Message]:
         if any(m.role == "tool" for m in batch):
             check_tool_answers(batch, self._recent_call_ids(batch))
+        return self._write(batch)
+
+    def _write(self, batch: list[NewMessage]) -> list[Message]:
+        """Count each checked message once and append the batch in one transaction."""
         tokens = [self.runtime.count(m) for m in batch]
         return self._store.append(self.scope, self.id, batch, tokens)
 
@@ -293,7 +314,22 @@ class Session:
             "first_message_at": _iso(info.first_message_at) if info else None,
             "last_message_at": _iso(info.last_message_at) if info else None,
             "policy": self.policy.name,
+            "title": self.title() if info else None,
         }
+
+    def title(self) -> str | None:
+        """A title for people: an imported one (ChatGPT), else the first user message's words."""
+        first = self._store.page(self.scope, self.id, limit=TITLE_SCAN)
+        for message in first:
+            title = message.metadata.get("title")
+            if isinstance(title, str) and title.strip():
+                return title.strip()
+        for message in first:
+            if message.role == "user" and message.content and message.content.strip():
+                words = message.content.split()
+                more = " …" if len(words) > TITLE_WORDS else ""
+                return " ".join(words[:TITLE_WORDS]) + more
+        return None
 
     def message(self, message_id: int) -> Message:
         """One stored message of this session's scope by id."""

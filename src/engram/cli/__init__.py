@@ -8,6 +8,8 @@ usage errors exit 2, as click does.
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 import click
@@ -28,6 +30,12 @@ class EngramGroup(click.Group):
         """Run the subcommand, converting Engram and file errors into click errors."""
         try:
             return super().invoke(ctx)
+        except BrokenPipeError:
+            # `engram export | head`: the reader has all it wanted. Quietly stop, like
+            # other Unix tools; stdout goes to /dev/null so the final flush cannot fail.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            raise click.exceptions.Exit(0) from None
         except EngramError as exc:
             raise click.ClickException(str(exc)) from exc
         except OSError as exc:  # unreadable input, unwritable output, full disk

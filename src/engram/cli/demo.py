@@ -82,7 +82,7 @@ def _run(url: str) -> None:
 
 def _walkthrough(mem: Engram) -> None:
     chat = _store_sample(mem)
-    stored_tokens = _show_stored(chat, mem.store.url)
+    stored_tokens = _show_stored(chat, mem.url)
     _show_prompt(chat, stored_tokens)
     _show_search(chat)
     _show_by_date(chat)

@@ -25,9 +25,7 @@ import click
 
 from engram.cli._common import db_option, open_engram, scope_option
 from engram.engine import Engram
-from engram.errors import SessionNotFound
 from engram.models import JSON, Message
-from engram.transfer import export_session
 
 #: Messages read per round trip while exporting (memory stays flat on big sessions).
 EXPORT_PAGE = 500
@@ -65,9 +63,9 @@ def export_command(
 ) -> None:
     """Export messages of a session or a whole scope as JSON documents or JSONL."""
     mem = open_engram(ctx, db)
+    if session is not None:
+        mem.require_session(session, scope)
     sessions = [session] if session is not None else list(_session_ids(mem, scope))
-    if session is not None and mem.store.get_session(scope, session) is None:
-        raise SessionNotFound(f"no session {session!r} in scope {scope!r}")
     with _destination(output) as out:
         if fmt == "jsonl":
             count = _write_jsonl(mem, scope, sessions, out)
@@ -122,7 +120,7 @@ def _write_jsonl(mem: Engram, scope: str, sessions: list[str], out: IO[str]) -> 
 def _write_documents(
     mem: Engram, scope: str, sessions: list[str], out: IO[str], *, single: bool
 ) -> int:
-    documents = [export_session(mem.store, scope, session) for session in sessions]
+    documents = [mem.export_session(session, scope) for session in sessions]
     count = sum(len(doc.get("recent_history", [])) for doc in documents)
     value: Any = documents[0] if single else documents
     out.write(json.dumps(value, ensure_ascii=False, indent=2, default=str) + "\n")

@@ -1,11 +1,9 @@
-"""``engram import``: load a JSONL or ChatGPT export file into a scope.
+"""``engram import``: load a JSONL, fine-tuning JSONL, ChatGPT or Engram document file.
 
-The whole file is parsed and validated first (:mod:`engram.importers`), so a
-malformed line stops the import before anything is written. Each session is
-then written with one ``Session.add_many`` call, which is one transaction. A
-*storage* failure (disk full, lost connection) midway through a multi-session
-file leaves the sessions written before it in place; re-running the import
-would then duplicate them, so the summary names each session as it lands.
+The whole file is parsed (:mod:`engram.importers`) and every message checked as
+the store would (:func:`engram.ingest.ingest`) before anything is written, so a
+bad line stops the import with nothing written. Importing the same file again
+adds only what is new: each message keeps an import key.
 """
 
 from __future__ import annotations
@@ -19,15 +17,14 @@ from pathlib import Path
 import click
 
 from engram.cli._common import db_option, open_engram, scope_option, stderr_is_tty
-from engram.engine import Engram
-from engram.errors import ImportFormatError, InvalidMessage
-from engram.importers import FORMATS, ImportBatch, read_documents, read_import
+from engram.errors import ImportFormatError
+from engram.importers import FORMATS, read_documents, read_import
+from engram.ingest import ingest
 from engram.models import JSON
-from engram.transfer import check_target, prepare_document, write_document
 
 
 @click.command("import")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--session", "session", metavar="ID", help="Session for lines that name none.")
 @scope_option
 @click.option(
@@ -36,7 +33,8 @@ from engram.transfer import check_target, prepare_document, write_document
     type=click.Choice(FORMATS),
     default="auto",
     show_default=True,
-    help="jsonl: one OpenAI message per line; chatgpt: ChatGPT's conversations.json; "
+    help='jsonl: one OpenAI message per line; finetune: one {"messages": [...]} '
+    "conversation per line; chatgpt: ChatGPT's conversations.json; "
     "document: Engram's session documents (engram export --format json).",
 )
 @click.option(
@@ -63,17 +61,20 @@ def import_command(
             "not an Engram session document (or a list of them)", file=str(file)
         )
     if documents is not None:
-        _import_documents(ctx, db, file, documents, scope if scope_given(ctx) else None)
+        _import_documents(ctx, db, documents, scope if scope_given(ctx) else None)
         return
     batches = read_import(file, fmt=fmt, default_session=session)
     mem = open_engram(ctx, db)
+    total = sum(len(batch.messages) for batch in batches)
     show = stderr_is_tty() if progress is None else progress
-    messages, tokens = _write(mem, scope, batches, show=show)
+    with _progress(total, show) as advance:
+        report = ingest(mem, scope, batches, advance=advance)
     elapsed = time.perf_counter() - started
-    rate = messages / elapsed if elapsed > 0 else 0.0
+    rate = total / elapsed if elapsed > 0 else 0.0
     click.echo(
-        f"Imported {messages} messages in {len(batches)} session(s) into scope {scope!r}: "
-        f"{tokens} tokens, {elapsed:.2f} s, {rate:,.0f} messages/s."
+        f"Imported {report.new} new messages in {report.sessions} session(s) into scope "
+        f"{scope!r} ({report.skipped} already there, skipped): {report.tokens} tokens, "
+        f"{elapsed:.2f} s, {rate:,.0f} messages/s."
     )
 
 
@@ -83,42 +84,18 @@ def scope_given(ctx: click.Context) -> bool:
 
 
 def _import_documents(
-    ctx: click.Context, db: str | None, file: Path, documents: list[JSON], scope: str | None
+    ctx: click.Context, db: str | None, documents: list[JSON], scope: str | None
 ) -> None:
     """Check every document (and that its session is empty) first, then write them."""
     started = time.perf_counter()
-    prepared = []
-    for index, document in enumerate(documents):
-        try:
-            prepared.append(prepare_document(document, scope=scope))
-        except (ImportFormatError, InvalidMessage) as exc:
-            raise ImportFormatError(f"document #{index}: {exc}", file=str(file)) from None
     mem = open_engram(ctx, db)
-    for item in prepared:
-        check_target(mem.store, item)
-    for item in prepared:
-        write_document(mem.store, item)
+    prepared = mem.import_documents(documents, scope=scope)
     messages = sum(len(item.messages) for item in prepared)
     elapsed = time.perf_counter() - started
     click.echo(
         f"Imported {messages} messages in {len(prepared)} session document(s): "
         f"{sum(sum(item.tokens) for item in prepared)} tokens, {elapsed:.2f} s."
     )
-
-
-def _write(mem: Engram, scope: str, batches: list[ImportBatch], *, show: bool) -> tuple[int, int]:
-    """Write every batch, one transaction per session; returns (messages, tokens)."""
-    # Open every session handle first: an unusable scope or id fails before any write.
-    sessions = [(mem.session(batch.session, scope=scope), batch) for batch in batches]
-    total = sum(len(batch.messages) for batch in batches)
-    messages = tokens = 0
-    with _progress(total, show) as advance:
-        for handle, batch in sessions:
-            stored = handle.add_many(batch.messages)
-            messages += len(stored)
-            tokens += sum(message.tokens for message in stored)
-            advance(len(stored))
-    return messages, tokens
 
 
 @contextmanager

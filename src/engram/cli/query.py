@@ -8,7 +8,6 @@ import click
 
 from engram.cli._common import db_option, echo_json, first_line, open_engram, scope_option
 from engram.context import Context, Omission
-from engram.errors import SessionNotFound
 from engram.models import ROLES, SearchHit
 from engram.store.base import MAX_PAGE
 
@@ -50,21 +49,23 @@ def search_command(
     mem = open_engram(ctx, db)
     role_filter = list(roles) or None
     if session is not None:
-        hits = mem.session(session, scope=scope).search(query, limit=limit, roles=role_filter)
-    else:  # the whole scope: the store's search is already scope-bound
-        hits = mem.store.search(scope, query, roles=role_filter, limit=limit)
+        handle = mem.require_session(session, scope)
+        hits = handle.search(query, limit=limit, roles=role_filter)
+    else:
+        hits = mem.search(query, scope, roles=role_filter, limit=limit)
     if as_json:
         echo_json([hit_dict(hit) for hit in hits])
         return
     if not hits:
         click.echo(f"No messages match {query!r} in scope {scope!r}.")
         return
+    best = max(hit.score for hit in hits) or 1.0
     for rank, hit in enumerate(hits, start=1):
         message = hit.message
         stamp = message.created_at.strftime("%Y-%m-%d %H:%M")
         click.echo(
             f"{rank:>2}. [{message.session} #{message.id} {stamp} {message.role}] "
-            f"score {hit.score:.2f}"
+            f"relevance {hit.score / best:.0%} (score {hit.score:.4g})"
         )
         click.echo(f"    {first_line(hit.snippet, PREVIEW_WIDTH)}")
 
@@ -96,7 +97,15 @@ def hit_dict(hit: SearchHit) -> dict[str, Any]:
     "--model", default="gpt-4o-mini", show_default=True, help="Model whose tokenizer counts."
 )
 @click.option(
-    "--policy", default="lean", show_default=True, help="Policy preset (lean, summary_buffer...)."
+    "--policy",
+    default=None,
+    help="Show the prompt under this preset instead of the session's stored policy.",
+)
+@click.option(
+    "--compact/--no-compact",
+    default=False,
+    show_default=True,
+    help="Run a compaction first when one is due (this writes); by default nothing is written.",
 )
 @click.option("--system", metavar="TEXT", help="System prompt to put first.")
 @click.option("--json", "as_json", is_flag=True, help="Print the prompt and its account as JSON.")
@@ -109,17 +118,21 @@ def context_command(
     budget: int,
     reserve: int,
     model: str,
-    policy: str,
+    policy: str | None,
+    compact: bool,
     system: str | None,
     as_json: bool,
     db: str | None,
 ) -> None:
-    """Show exactly what the model would receive for a session, and what was left out."""
+    """Show exactly what the model would receive for a session, and what was left out.
+
+    The session's stored policy is used, and nothing is written unless --compact.
+    """
     mem = open_engram(ctx, db)
-    handle = mem.session(session, scope=scope)
-    if handle.info() is None:
-        raise SessionNotFound(f"no session {session!r} in scope {scope!r}")
-    built = handle.context(budget, reserve=reserve, system=system, model=model, policy=policy)
+    handle = mem.require_session(session, scope)
+    built = handle.context(
+        budget, reserve=reserve, system=system, model=model, policy=policy, compact=compact
+    )
     if as_json:
         echo_json(built.to_dict())
         return
@@ -190,10 +203,7 @@ def stats_command(
     """Message counts, stored tokens and dates, per session and for the scope."""
     mem = open_engram(ctx, db)
     if session is not None:
-        handle = mem.session(session, scope=scope)
-        if handle.info() is None:
-            raise SessionNotFound(f"no session {session!r} in scope {scope!r}")
-        rows = [handle.stats()]
+        rows = [mem.require_session(session, scope).stats()]
     else:
         rows = [mem.session(info.id, scope=scope).stats() for info in _all_sessions(mem, scope)]
     totals = {
@@ -210,13 +220,14 @@ def stats_command(
         hint = f" Scopes with data: {', '.join(others)}." if others else ""
         click.echo(f"No sessions in scope {scope!r}.{hint}")
         return
-    click.echo(f"{'session':<30} {'messages':>9} {'tokens':>10}  first .. last")
+    width = max(len("session"), *(len(row["session"]) for row in rows))
+    click.echo(f"{'session':<{width}} {'messages':>9} {'tokens':>10}  first .. last  title")
     for row in rows:
         first = (row["first_message_at"] or "")[:16].replace("T", " ")
         last = (row["last_message_at"] or "")[:16].replace("T", " ")
         click.echo(
-            f"{row['session'][:30]:<30} {row['total_messages']:>9} {row['stored_tokens']:>10}"
-            f"  {first} .. {last}"
+            f"{row['session']:<{width}} {row['total_messages']:>9} {row['stored_tokens']:>10}"
+            f"  {first} .. {last}  {row.get('title') or ''}".rstrip()
         )
     click.echo(
         f"Scope {scope!r}: {totals['sessions']} session(s), {totals['total_messages']} messages, "

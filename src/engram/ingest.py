@@ -1,0 +1,87 @@
+"""Writing parsed import files into a scope: every session checked first, nothing written twice.
+
+:func:`ingest` takes the batches :mod:`engram.importers` read and
+
+1. reads each message's stable **import key** (given by the parser, kept in
+   its metadata as ``import_key``: see :func:`engram.importers.import_key`);
+2. leaves out the messages whose key the session already holds, so importing
+   the same file again (ChatGPT exports are cumulative) adds only what is new;
+3. validates every remaining message of every session exactly as
+   ``Session.add_many`` will, before the first write: a refused message stops
+   the import with nothing written;
+4. writes each session in one transaction.
+
+A *storage* failure midway (disk full, lost connection) can leave the sessions
+written before it in place; running the same import again then skips them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from engram.engine import Engram
+from engram.errors import InvalidMessage
+from engram.importers import IMPORT_KEY, ImportBatch
+from engram.models import JSON
+from engram.session import Session
+
+
+@dataclass(frozen=True, slots=True)
+class IngestReport:
+    """What an import did."""
+
+    sessions: int
+    new: int
+    skipped: int
+    tokens: int
+
+
+def ingest(
+    mem: Engram,
+    scope: str,
+    batches: list[ImportBatch],
+    *,
+    advance: Callable[[int], Any] = lambda _n: None,
+) -> IngestReport:
+    """Import ``batches`` into ``scope`` idempotently; nothing is written if any is refused.
+
+    Raises:
+        InvalidMessage: a message the store would refuse (named by session and position).
+
+    """
+    plans: list[tuple[Session, list[JSON], int]] = []
+    for batch in batches:
+        session = mem.session(batch.session, scope=scope)
+        keyed = batch.messages
+        known = _stored_keys(session)
+        fresh = [m for m in keyed if (m.get("metadata") or {}).get(IMPORT_KEY) not in known]
+        try:
+            session.check_many(fresh)
+        except InvalidMessage as exc:
+            raise InvalidMessage(f"session {batch.session!r}: {exc}") from None
+        plans.append((session, fresh, len(keyed) - len(fresh)))
+    new = tokens = 0
+    for session, fresh, _skipped in plans:
+        stored = session.add_many(fresh)
+        new += len(stored)
+        tokens += sum(m.tokens for m in stored)
+        advance(len(stored) + _skipped)
+    skipped = sum(skipped for _s, _f, skipped in plans)
+    return IngestReport(sessions=len(plans), new=new, skipped=skipped, tokens=tokens)
+
+
+def _stored_keys(session: Session) -> set[str]:
+    """Import keys the session already holds (a session never imported holds none)."""
+    keys: set[str] = set()
+    after: int | None = None
+    while True:
+        page = session.messages(after_id=after, limit=1000)
+        keys.update(m.metadata[IMPORT_KEY] for m in page if IMPORT_KEY in m.metadata)
+        if len(page) < 1000:
+            return keys
+        after = page[-1].id
+
+
+__all__ = ["IngestReport", "ingest"]
