@@ -86,3 +86,16 @@ class TestConcurrentEnds:
         finally:
             first.close()
             second.close()
+
+
+def test_scope_locks_do_not_accumulate(mem: Engram) -> None:
+    import gc
+
+    from engram.memories import service
+
+    for n in range(200):
+        mem.memories(f"scope-{n}").list()
+    gc.collect()
+    assert not any(key[1].startswith("scope-") for key in list(service._LOCKS))
+    held = mem.memories("kept")
+    assert service.scope_lock(mem.store, "kept") is held._lock  # shared while alive

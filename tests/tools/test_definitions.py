@@ -183,3 +183,26 @@ def test_metacharacters_never_error(chat: FakeSession, query: str) -> None:
     answer = call(chat, "search_history", query=query)
     assert "error" not in answer
     assert isinstance(answer["results"], list)
+
+
+def test_declaring_a_tool_registers_nothing_until_installed() -> None:
+    from engram.models import JSON
+    from engram.tools import TOOLS, install, unregister
+    from engram.tools.registry import ToolSession, tool
+
+    @tool(items_key="items")
+    def list_things(session: ToolSession, limit: int = 3) -> JSON:
+        """List things.
+
+        Args:
+            session: The bound session.
+            limit: How many.
+        """
+        return {"items": []}
+
+    assert "list_things" not in TOOLS
+    try:
+        installed = install(list_things)
+        assert TOOLS["list_things"] is installed and installed.items_key == "items"
+    finally:
+        unregister("list_things")

@@ -28,6 +28,7 @@ import builtins
 import copy
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -69,12 +70,19 @@ MAX_LLM_STEPS = 3
 MAX_SCAN_PAGES = 20
 
 _T = TypeVar("_T")
-_LOCKS: dict[tuple[str, str], threading.RLock] = {}
+# Weak values: a scope's lock lives as long as some Memories object holds it, so a
+# server that touches millions of scopes does not keep a lock for each forever.
+_LOCKS: weakref.WeakValueDictionary[tuple[str, str], threading.RLock] = (
+    weakref.WeakValueDictionary()
+)
 _LOCKS_GUARD = threading.Lock()
 
 
 def scope_lock(store: Store, scope: str) -> threading.RLock:
-    """The in-process lock serializing memory writes of one scope of one store."""
+    """The in-process lock serializing memory writes of one scope of one store.
+
+    Every live ``Memories`` object of the scope shares it; it is dropped when none is left.
+    """
     key = (store.url, scope)
     with _LOCKS_GUARD:
         lock = _LOCKS.get(key)

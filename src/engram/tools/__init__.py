@@ -16,14 +16,22 @@
 and MCP ("mcp"). Further tools join with :func:`register`.
 """
 
-from engram.tools import definitions as _definitions  # registers the retrieval tools
-from engram.tools import memories as _memories  # registers search_memories
+from engram.tools.definitions import (
+    get_extended_context,
+    get_memory_stats,
+    get_message_by_id,
+    get_messages_by_date,
+    search_history,
+)
 from engram.tools.dispatcher import ERROR_TYPES, ToolError, decode_arguments, dispatch, validate
 from engram.tools.loop import HISTORY_TOOLS_PROMPT, TurnResult, run_turn
+from engram.tools.memories import search_memories
 from engram.tools.registry import (
     TOOLS,
     Tool,
     ToolSession,
+    describe,
+    install,
     register,
     schemas,
     select,
@@ -32,9 +40,21 @@ from engram.tools.registry import (
 from engram.tools.results import DEFAULT_MAX_RESULT_TOKENS, cap_result
 from engram.tools.schema import FLAVORS, Length, Range
 
-del _definitions, _memories
+#: Engram's own tools, in the order they are offered: the retrieval tools, then memories.
+BUILTIN_TOOLS = (
+    search_history,
+    get_messages_by_date,
+    get_extended_context,
+    get_message_by_id,
+    get_memory_stats,
+    search_memories,
+)
+for _builtin in BUILTIN_TOOLS:
+    install(_builtin, replace=True)
+del _builtin
 
 __all__ = [
+    "BUILTIN_TOOLS",
     "DEFAULT_MAX_RESULT_TOKENS",
     "ERROR_TYPES",
     "FLAVORS",
@@ -48,7 +68,9 @@ __all__ = [
     "TurnResult",
     "cap_result",
     "decode_arguments",
+    "describe",
     "dispatch",
+    "install",
     "register",
     "run_turn",
     "schemas",

@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 from engram.errors import InvalidQuery, MessageNotFound, NotFound
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.models import JSON, Message
-from engram.tools.registry import ToolSession, register
+from engram.tools.registry import ToolSession, tool
 from engram.tools.schema import Length, Range
 
 #: Most hits or messages any other tool returns in one call.
@@ -37,7 +37,7 @@ MAX_DATE_CHARS = 100
 RoleName = Literal["system", "user", "assistant", "tool"]
 
 
-@register(items_key="results")
+@tool(items_key="results")
 def search_history(
     session: ToolSession,
     query: Annotated[str, Length(1, MAX_QUERY_CHARS)],
@@ -88,7 +88,7 @@ def search_history(
     return out
 
 
-@register(items_key="messages")
+@tool(items_key="messages")
 def get_messages_by_date(
     session: ToolSession,
     date: Annotated[str, Length(1, MAX_DATE_CHARS)],
@@ -122,7 +122,7 @@ def get_messages_by_date(
     }
 
 
-@register(items_key="messages", drop_from="start")
+@tool(items_key="messages", drop_from="start")
 def get_extended_context(
     session: ToolSession,
     count: Annotated[int, Range(1, MAX_EXTENDED_CONTEXT)] = 30,
@@ -148,7 +148,7 @@ def get_extended_context(
     }
 
 
-@register
+@tool()
 def get_message_by_id(
     session: ToolSession,
     message_id: Annotated[int, Range(1, None)],
@@ -185,7 +185,7 @@ def get_message_by_id(
     return out
 
 
-@register
+@tool()
 def get_memory_stats(session: ToolSession) -> JSON:
     """Get the size of this conversation's history: message count, first and last dates, tokens."""
     zone = session.tz

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from engram.memories.records import memory_json
 from engram.models import JSON
-from engram.tools.registry import ToolSession, register
+from engram.tools.registry import ToolSession, tool
 from engram.tools.schema import Length, Range
 
 #: Most memories one ``search_memories`` call returns.
@@ -21,7 +21,7 @@ MAX_MEMORY_RESULTS = 20
 MAX_MEMORY_QUERY_CHARS = 500
 
 
-@register(items_key="results")
+@tool(items_key="results")
 def search_memories(
     session: ToolSession,
     query: Annotated[str, Length(1, MAX_MEMORY_QUERY_CHARS)],

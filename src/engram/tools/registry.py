@@ -1,8 +1,13 @@
 """The registry of tools the model may call, and the session interface they use.
 
-Retrieval tools register here at import of :mod:`engram.tools.definitions`;
-later tools (memories, ...) register with the same :func:`register` decorator
-and then appear in :func:`schemas` and :func:`engram.tools.dispatch` alike.
+A tool is a typed function; :func:`describe` derives its :class:`Tool` (schema,
+parameters, result cap rules) from the signature and docstring. Engram's own
+tools are *declared* with :func:`tool` (which describes, and registers nothing)
+and installed in the default registry :data:`TOOLS` in one visible place,
+:mod:`engram.tools` (``BUILTIN_TOOLS``). An application adds its own with
+:func:`register`; they then appear in :func:`schemas` and
+:func:`engram.tools.dispatch` alike. A caller that needs another set (a server
+offering a subset per key) passes ``names``, or its own mapping as ``registry``.
 """
 
 from __future__ import annotations
@@ -143,24 +148,70 @@ def register(
     """
 
     def wrap(target: F) -> F:
-        tool_name = name or target.__name__
-        if tool_name in TOOLS and not replace:
-            raise ConfigError(f"a tool named {tool_name!r} is already registered")
-        description, params = derive(target)
-        TOOLS[tool_name] = Tool(
-            name=tool_name,
-            func=target,
-            description=description,
-            params=params,
-            parameters=parameters_schema(params),
-            items_key=items_key,
-            drop_from=drop_from,
-        )
+        install(describe(target, name=name, items_key=items_key, drop_from=drop_from), replace)
         return target
 
     if func is not None:
         return wrap(func)
     return wrap
+
+
+def describe(
+    func: Callable[..., JSON],
+    *,
+    name: str | None = None,
+    items_key: str | None = None,
+    drop_from: Literal["start", "end"] = "end",
+) -> Tool:
+    """The :class:`Tool` a typed function makes (see :mod:`engram.tools.schema`).
+
+    Raises:
+        ConfigError: the function cannot be described.
+    """
+    description, params = derive(func)
+    return Tool(
+        name=name or func.__name__,
+        func=func,
+        description=description,
+        params=params,
+        parameters=parameters_schema(params),
+        items_key=items_key,
+        drop_from=drop_from,
+    )
+
+
+def tool(
+    *, items_key: str | None = None, drop_from: Literal["start", "end"] = "end"
+) -> Callable[[F], F]:
+    """Declare a tool: describe it now (errors surface at import), register nothing.
+
+    The description is kept on the function as ``engram_tool``; :func:`install`
+    puts it in a registry.
+    """
+
+    def wrap(target: F) -> F:
+        target.engram_tool = describe(  # type: ignore[attr-defined]
+            target, items_key=items_key, drop_from=drop_from
+        )
+        return target
+
+    return wrap
+
+
+def install(described: Tool | Callable[..., JSON], replace: bool = False) -> Tool:
+    """Put a tool (or a function declared with :func:`tool`) in :data:`TOOLS`.
+
+    Raises:
+        ConfigError: the name is taken (unless ``replace``), or the function was
+            not declared.
+    """
+    found = described if isinstance(described, Tool) else getattr(described, "engram_tool", None)
+    if not isinstance(found, Tool):
+        raise ConfigError(f"{described!r} is not a declared tool (use @tool or register)")
+    if found.name in TOOLS and not replace:
+        raise ConfigError(f"a tool named {found.name!r} is already registered")
+    TOOLS[found.name] = found
+    return found
 
 
 def unregister(name: str) -> None:
