@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
+from engram.models import JSON
 from engram.tools import dispatch
+from engram.tools.registry import ToolSession
 
 from .conftest import NOW, FakeEngram, FakeSession
 
@@ -186,9 +188,8 @@ def test_metacharacters_never_error(chat: FakeSession, query: str) -> None:
 
 
 def test_declaring_a_tool_registers_nothing_until_installed() -> None:
-    from engram.models import JSON
     from engram.tools import TOOLS, install, unregister
-    from engram.tools.registry import ToolSession, tool
+    from engram.tools.registry import tool
 
     @tool(items_key="items")
     def list_things(session: ToolSession, limit: int = 3) -> JSON:
