@@ -19,12 +19,13 @@ from engram.llm import LLMClient
 from engram.store import Store, open_store
 from engram.testing import FakeLLMServer
 
-BACKENDS = ["sqlite", "jsondir", "postgres"]
+BACKENDS = ["sqlite", "jsondir", "postgres", "memory"]
 
 _MODULES = {
     "sqlite": "engram.store.sqlite",
     "jsondir": "engram.store.jsondir",
     "postgres": "engram.store.postgres",
+    "memory": "engram.store.memory",
 }
 
 
@@ -60,6 +61,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: object) -> str:
         return f"sqlite:///{tmp_path}/engram.db"
     if backend == "jsondir":
         return f"jsondir://{tmp_path}/ctx"
+    if backend == "memory":
+        return f"memory://{tmp_path}"  # a name unique to the test
     return _postgres_url(request)
 
 

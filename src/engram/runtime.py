@@ -174,7 +174,12 @@ class Runtime:
                     self.compact, scope, session, policy, extra_tokens=extra_tokens, loaded=loaded
                 )
                 self._inflight[key] = future
-                future.add_done_callback(lambda done: self._forget(key, done))
+                started = True
+            else:
+                started = False
+        if started:
+            # Outside the lock: a future already done runs its callback at once, in this thread.
+            future.add_done_callback(lambda done: self._forget(key, done))
         try:
             return future.result(timeout=self.config.compaction_deadline)
         except FutureTimeout:

@@ -14,6 +14,9 @@ a queue of answers; when the queue is empty a default responder answers::
         assert len(llm.requests) == 3
 
 It serves ``POST /v1/chat/completions`` (non-streaming) and ``GET /v1/models``.
+
+:class:`~engram.store.memory.MemoryStore` (``memory://NAME``) is a store that
+keeps everything in this process, for tests that need no file at all.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from engram.models import JSON
+from engram.store.memory import MemoryStore
 from engram.tokens import count_messages, storage_counter
 
-__all__ = ["FakeLLMServer", "FakeResponse", "RecordedRequest"]
+__all__ = ["FakeLLMServer", "FakeResponse", "MemoryStore", "RecordedRequest"]
 
 
 @dataclass(slots=True)

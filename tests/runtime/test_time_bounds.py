@@ -89,3 +89,42 @@ def test_settings_read_from_the_environment_and_overridden_by_arguments() -> Non
     assert (config.url, config.tz, config.run_jobs) == ("sqlite:///a.db", "Europe/Paris", False)
     assert Config.from_env(env, url="sqlite:///b.db").url == "sqlite:///b.db"
     assert Config.from_env({}).url == "sqlite:///./engram.db"
+
+
+def test_a_compaction_that_finishes_before_its_callback_is_added_does_not_deadlock(
+    open_engram: Callable[..., Engram],
+) -> None:
+    """Regression: the in-flight bookkeeping ran its done-callback under its own lock."""
+    import threading
+    from concurrent.futures import Future
+
+    mem = open_engram(llm=None)
+    _fill(mem, "s")
+    runtime = mem.runtime
+
+    class Immediate:
+        """An executor whose futures are done before submit returns."""
+
+        def submit(self, fn: Callable[..., object], *args: object, **kwargs: object) -> Future:
+            future: Future = Future()
+            future.set_result(fn(*args, **kwargs))
+            return future
+
+        def shutdown(self, *args: object, **kwargs: object) -> None:
+            return None
+
+    real = runtime._sync
+    runtime._sync = Immediate()  # type: ignore[assignment]
+    outcome: list[object] = []
+    worker = threading.Thread(
+        target=lambda: outcome.append(
+            runtime.compact_within("default", "s", mem.session("s").policy)
+        ),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout=10)
+    runtime._sync = real
+    assert not worker.is_alive(), "compact_within deadlocked"
+    assert outcome and outcome[0] is not None
+    assert runtime._inflight == {}

@@ -19,6 +19,7 @@ BACKENDS: dict[str, str] = {
     "postgresql": "engram.store.postgres:PostgresStore",
     "postgres": "engram.store.postgres:PostgresStore",
     "jsondir": "engram.store.jsondir:JsonDirStore",
+    "memory": "engram.store.memory:MemoryStore",
 }
 
 DEFAULT_URL = "sqlite:///./engram.db"

@@ -1,0 +1,450 @@
+"""An in-memory store: the whole contract, nothing on disk (tests, notebooks, throw-away bots).
+
+``memory://NAME`` opens the store of that name in this process: two opens of
+the same name share it (as two engines share a database file), a new name is
+a new empty store, and everything is lost when the process ends. Search
+matches stems and ranks as the jsondir backend does
+(:mod:`engram.store.snippets`). One lock guards the whole store: every
+multi-row write is atomic, and compare-and-set on state is exact.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from engram.errors import ConfigError
+from engram.models import (
+    JSON,
+    MemoryRecord,
+    Message,
+    NewMessage,
+    SearchHit,
+    SessionInfo,
+    StateRecord,
+    UsageRecord,
+    frozen_metadata,
+)
+from engram.search_query import terms as extract_terms
+from engram.store.base import MAX_PAGE
+from engram.store.batch_check import check_batch, json_value
+from engram.store.snippets import Stemmer, score_message
+from engram.store.usage_totals import usage_summary
+
+
+@dataclass
+class _Session:
+    info: SessionInfo
+    messages: list[Message] = field(default_factory=list)
+    states: dict[str, StateRecord] = field(default_factory=dict)
+
+
+@dataclass
+class _Data:
+    """Everything one named store holds."""
+
+    sessions: dict[tuple[str, str], _Session] = field(default_factory=dict)
+    memories: dict[int, MemoryRecord] = field(default_factory=dict)
+    audit: list[tuple[str, int, datetime, JSON]] = field(default_factory=list)
+    usage: list[tuple[str, str | None, UsageRecord]] = field(default_factory=list)
+    next_id: dict[str, int] = field(default_factory=dict)
+    lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def ids(self, kind: str, count: int) -> list[int]:
+        start = self.next_id.get(kind, 0) + 1
+        self.next_id[kind] = start + count - 1
+        return list(range(start, start + count))
+
+
+_NAMED: dict[str, _Data] = {}
+_NAMED_GUARD = threading.Lock()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _clamp(limit: int) -> int:
+    return max(0, min(int(limit), MAX_PAGE))
+
+
+def _copy(message: Message) -> Message:
+    """A fresh object per read, so a caller changing one changes nothing stored."""
+    return replace(message, metadata=dict(message.metadata))
+
+
+class MemoryStore:
+    """The :class:`~engram.store.base.Store` contract in this process's memory."""
+
+    def __init__(self, name: str = "") -> None:
+        """Open the store called ``name`` (shared with other opens of the same name)."""
+        with _NAMED_GUARD:
+            self._data = _NAMED.setdefault(name, _Data())
+        self.url = f"memory://{name}"
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> MemoryStore:
+        """``memory://NAME``; no options.
+
+        Raises:
+            ConfigError: not a memory URL, or an option is given.
+        """
+        scheme, sep, name = url.partition("://")
+        if not sep or scheme.lower() != "memory":
+            raise ConfigError(f"not a memory URL: {url!r} (expected memory://NAME)")
+        if options:
+            raise ConfigError(f"unknown memory store options {sorted(options)}")
+        return cls(name)
+
+    def close(self) -> None:
+        """Nothing to release: the data stays for the next open of the same name."""
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def _session(self, scope: str, session: str) -> _Session | None:
+        return self._data.sessions.get((scope, session))
+
+    def _create(self, scope: str, session: str, policy: Mapping[str, Any] | None) -> _Session:
+        now = _now()
+        stored_policy = json_value(dict(policy), "policy") if policy is not None else None
+        created = _Session(SessionInfo(scope, session, now, now, policy=stored_policy))
+        self._data.sessions[(scope, session)] = created
+        return created
+
+    def ensure_session(
+        self, scope: str, session: str, *, policy: Mapping[str, Any] | None = None
+    ) -> SessionInfo:
+        """Return the session, creating it (and its scope) if absent."""
+        with self._data.lock:
+            found = self._session(scope, session)
+            if found is None:
+                return self._create(scope, session, policy).info
+            if policy is not None and found.info.policy != dict(policy):
+                found.info = replace(found.info, policy=json_value(dict(policy), "policy"))
+            return found.info
+
+    def get_session(self, scope: str, session: str) -> SessionInfo | None:
+        """The session with its running totals, or None."""
+        found = self._session(scope, session)
+        return found.info if found is not None else None
+
+    def list_sessions(
+        self, scope: str | None = None, *, limit: int = 100, offset: int = 0
+    ) -> list[SessionInfo]:
+        """Sessions of one scope (or all), most recently updated first."""
+        with self._data.lock:
+            infos = [s.info for (sc, _), s in self._data.sessions.items() if scope in (None, sc)]
+        infos.sort(key=lambda i: (i.scope, i.id))
+        infos.sort(key=lambda i: i.updated_at, reverse=True)
+        start = max(0, int(offset))
+        return infos[start : start + _clamp(limit)]
+
+    def list_scopes(self) -> list[str]:
+        """Every scope that has a session or a memory, sorted by name."""
+        with self._data.lock:
+            scopes = {scope for scope, _ in self._data.sessions}
+            scopes.update(m.scope for m in self._data.memories.values())
+        return sorted(scopes)
+
+    def delete_session(self, scope: str, session: str) -> bool:
+        """Admin purge: remove the session, its messages and its state."""
+        with self._data.lock:
+            return self._data.sessions.pop((scope, session), None) is not None
+
+    # -- messages ---------------------------------------------------------------------
+
+    def append(
+        self, scope: str, session: str, messages: Sequence[NewMessage], tokens: Sequence[int]
+    ) -> list[Message]:
+        """Store messages atomically, in order, creating the session if absent."""
+        check_batch(messages, tokens)
+        with self._data.lock:
+            target = self._session(scope, session) or self._create(scope, session, None)
+            if not messages:
+                return []
+            stored = [
+                Message(
+                    id=new_id,
+                    scope=scope,
+                    session=session,
+                    role=m.role,
+                    content=m.content,
+                    created_at=_utc(m.created_at),
+                    tokens=int(count),
+                    name=m.name,
+                    tool_calls=json_value(m.tool_calls, "tool_calls") if m.tool_calls else None,
+                    tool_call_id=m.tool_call_id,
+                    metadata=json_value(frozen_metadata(m.metadata), "metadata"),
+                )
+                for new_id, m, count in zip(
+                    self._data.ids("message", len(messages)), messages, tokens, strict=True
+                )
+            ]
+            target.messages.extend(stored)
+            target.info = _with_totals(target.info, stored)
+            return [_copy(m) for m in stored]
+
+    def tail(
+        self, scope: str, session: str, *, limit: int, before_id: int | None = None
+    ) -> list[Message]:
+        """The newest ``limit`` messages with ``id < before_id`` (or all), oldest first."""
+        rows = self._rows(scope, session)
+        if before_id is not None:
+            rows = [m for m in rows if m.id < before_id]
+        count = _clamp(limit)
+        return [_copy(m) for m in rows[len(rows) - count :]] if count else []
+
+    def page(
+        self, scope: str, session: str, *, after_id: int | None = None, limit: int = 100
+    ) -> list[Message]:
+        """The oldest ``limit`` messages with ``id > after_id`` (or all), oldest first."""
+        rows = self._rows(scope, session)
+        if after_id is not None:
+            rows = [m for m in rows if m.id > after_id]
+        return [_copy(m) for m in rows[: _clamp(limit)]]
+
+    def _rows(self, scope: str, session: str) -> list[Message]:
+        with self._data.lock:
+            found = self._session(scope, session)
+            return list(found.messages) if found is not None else []
+
+    def _scope_rows(self, scope: str, session: str | None) -> Iterator[Message]:
+        with self._data.lock:
+            chosen = [
+                s
+                for (sc, sid), s in self._data.sessions.items()
+                if sc == scope and session in (None, sid)
+            ]
+            rows = [m for s in chosen for m in s.messages]
+        yield from rows
+
+    def get_message(self, scope: str, message_id: int) -> Message | None:
+        """One message by id, only if it belongs to a session of ``scope``."""
+        found = next((m for m in self._scope_rows(scope, None) if m.id == message_id), None)
+        return _copy(found) if found is not None else None
+
+    def between(
+        self,
+        scope: str,
+        session: str | None,
+        start: datetime,
+        end: datetime,
+        *,
+        limit: int = 100,
+        roles: Sequence[str] | None = None,
+    ) -> list[Message]:
+        """Messages with ``start <= created_at < end``, oldest first."""
+        low, high = _utc(start), _utc(end)
+        rows = [
+            m
+            for m in self._scope_rows(scope, session)
+            if low <= m.created_at < high and (roles is None or m.role in roles)
+        ]
+        rows.sort(key=lambda m: (m.created_at, m.id))
+        return [_copy(m) for m in rows[: _clamp(limit)]]
+
+    def search(
+        self,
+        scope: str,
+        query: str,
+        *,
+        session: str | None = None,
+        roles: Sequence[str] | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 10,
+    ) -> list[SearchHit]:
+        """Any query word matches on its stem, in content or speaker name; best first."""
+        stemmer = Stemmer()
+        wanted = stemmer.stems(extract_terms(query))
+        if not wanted or _clamp(limit) == 0:
+            return []
+        low = _utc(start) if start is not None else None
+        high = _utc(end) if end is not None else None
+        scored: list[tuple[float, int, Message, str]] = []
+        for message in self._scope_rows(scope, session):
+            if roles is not None and message.role not in roles:
+                continue
+            if (low is not None and message.created_at < low) or (
+                high is not None and message.created_at >= high
+            ):
+                continue
+            hit = score_message(stemmer, wanted, message)
+            if hit is not None:
+                scored.append((hit[0], message.id, message, hit[1]))
+        scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+        return [
+            SearchHit(message=_copy(message), score=score, snippet=snippet)
+            for score, _, message, snippet in scored[: _clamp(limit)]
+        ]
+
+    # -- session state ----------------------------------------------------------------
+
+    def load_state(self, scope: str, session: str, kind: str) -> StateRecord | None:
+        """The state document of that kind, or None if never saved."""
+        with self._data.lock:
+            found = self._session(scope, session)
+            record = found.states.get(kind) if found is not None else None
+            return replace(record, data=json.loads(json.dumps(record.data))) if record else None
+
+    def save_state(
+        self, scope: str, session: str, kind: str, data: JSON, *, expected_version: int
+    ) -> StateRecord | None:
+        """Compare-and-set on ``version``; None when another writer got there first."""
+        with self._data.lock:
+            target = self._session(scope, session) or self._create(scope, session, None)
+            current = target.states.get(kind)
+            if (current.version if current is not None else 0) != expected_version:
+                return None
+            record = StateRecord(
+                kind, expected_version + 1, json_value(data, f"state {kind!r}"), _now()
+            )
+            target.states[kind] = record
+            return record
+
+    def list_states(self, scope: str, session: str) -> list[StateRecord]:
+        """Every state document of the session, by kind (used by :mod:`engram.transfer`)."""
+        with self._data.lock:
+            found = self._session(scope, session)
+            return sorted(found.states.values(), key=lambda s: s.kind) if found else []
+
+    # -- memories, audit, usage -------------------------------------------------------
+
+    def add_memory(
+        self,
+        scope: str,
+        content: str,
+        *,
+        source_session: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        created_at: datetime | None = None,
+    ) -> MemoryRecord:
+        """Store a new memory for the scope."""
+        stamp = _utc(created_at) if created_at is not None else _now()
+        meta = json_value(frozen_metadata(metadata), "memory metadata")
+        with self._data.lock:
+            (new_id,) = self._data.ids("memory", 1)
+            record = MemoryRecord(new_id, scope, content, stamp, stamp, source_session, meta)
+            self._data.memories[new_id] = record
+            return record
+
+    def list_memories(self, scope: str) -> list[MemoryRecord]:
+        """The scope's memories, oldest first (ties by id)."""
+        with self._data.lock:
+            found = [m for m in self._data.memories.values() if m.scope == scope]
+        return sorted(found, key=lambda r: (r.created_at, r.id))
+
+    def get_memory(self, scope: str, memory_id: int) -> MemoryRecord | None:
+        """One memory, only if it belongs to ``scope``."""
+        found = self._data.memories.get(memory_id)
+        return found if found is not None and found.scope == scope else None
+
+    def update_memory(
+        self,
+        scope: str,
+        memory_id: int,
+        *,
+        content: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryRecord | None:
+        """Change content and/or metadata; bumps ``updated_at``. None if not in scope."""
+        with self._data.lock:
+            old = self.get_memory(scope, memory_id)
+            if old is None:
+                return None
+            new = replace(
+                old,
+                content=old.content if content is None else content,
+                metadata=old.metadata
+                if metadata is None
+                else json_value(dict(metadata), "memory metadata"),
+                updated_at=max(_now(), old.updated_at),
+            )
+            self._data.memories[memory_id] = new
+            return new
+
+    def delete_memory(self, scope: str, memory_id: int) -> bool:
+        """Delete one memory of the scope. True if it existed."""
+        with self._data.lock:
+            if self.get_memory(scope, memory_id) is None:
+                return False
+            del self._data.memories[memory_id]
+            return True
+
+    def purge_memories(self, scope: str) -> int:
+        """Delete every memory of the scope (the audit trail stays). Returns how many."""
+        with self._data.lock:
+            ids = [i for i, m in self._data.memories.items() if m.scope == scope]
+            for memory_id in ids:
+                del self._data.memories[memory_id]
+            return len(ids)
+
+    def add_audit(self, scope: str, event: Mapping[str, Any]) -> None:
+        """Append an event to the scope's audit trail (an ISO ``at`` in the event is kept)."""
+        body = json.loads(json.dumps(dict(event), default=str))
+        body.pop("id", None)
+        at = body.pop("at", None)
+        try:
+            stamp = _utc(datetime.fromisoformat(at)) if isinstance(at, str) else _now()
+        except ValueError:
+            stamp = _now()
+        with self._data.lock:
+            (new_id,) = self._data.ids("audit", 1)
+            self._data.audit.append((scope, new_id, stamp, body))
+
+    def list_audit(self, scope: str, *, limit: int = 100) -> list[JSON]:
+        """The scope's audit events, newest first; each has ``id`` and ``at`` added."""
+        with self._data.lock:
+            rows = [row for row in self._data.audit if row[0] == scope]
+        rows.sort(key=lambda row: row[1], reverse=True)
+        return [
+            {**body, "id": new_id, "at": stamp.isoformat()}
+            for _scope, new_id, stamp, body in rows[: _clamp(limit)]
+        ]
+
+    def record_usage(self, scope: str, session: str | None, usage: UsageRecord) -> None:
+        """Record one LLM call made on behalf of the scope (and session, if any)."""
+        with self._data.lock:
+            self._data.usage.append((scope, session, usage))
+
+    def usage_totals(self, scope: str, session: str | None = None) -> JSON:
+        """Sums: ``calls``, ``input_tokens``, ``output_tokens``, ``cost_usd``, by purpose too."""
+        groups: dict[str, list[int | float]] = {}
+        with self._data.lock:
+            rows = list(self._data.usage)
+        for row_scope, row_session, usage in rows:
+            if row_scope != scope or (session is not None and row_session != session):
+                continue
+            group = groups.setdefault(usage.purpose, [0, 0, 0, 0.0])
+            group[0] += 1
+            group[1] += int(usage.input_tokens)
+            group[2] += int(usage.output_tokens)
+            group[3] += float(usage.cost_usd or 0.0)
+        return usage_summary(
+            (p, int(g[0]), int(g[1]), int(g[2]), float(g[3])) for p, g in sorted(groups.items())
+        )
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({self.url!r})"
+
+
+def _with_totals(info: SessionInfo, stored: list[Message]) -> SessionInfo:
+    """``info`` with ``stored`` counted in its totals and dates."""
+    stamps = [m.created_at for m in stored]
+    known = [d for d in (info.first_message_at, info.last_message_at) if d is not None]
+    return replace(
+        info,
+        updated_at=max(_now(), info.updated_at),
+        message_count=info.message_count + len(stored),
+        token_count=info.token_count + sum(m.tokens for m in stored),
+        first_message_at=min([*stamps, *known]),
+        last_message_at=max([*stamps, *known]),
+    )
