@@ -222,10 +222,12 @@ class Session:
 
         Returns at once (unless ``wait``); the memory is written in the
         background with a 30-second limit. A failure is logged and skipped:
-        the session still ends. The future says what happened. On a store with
-        a shared job queue the memory is a job any server's worker may run;
-        the future resolves when it completes, and is cancelled if this Engram
-        closes first (the job stays queued for the other workers).
+        the session still ends. A session never written ends with a "skipped"
+        outcome (nothing to remember, nothing recorded). The future says what
+        happened. On a store with a shared job queue the memory is a job any
+        server's worker may run; the future resolves when it completes, and is
+        cancelled if this Engram closes first (the job stays queued for the
+        other workers).
         """
         return self.runtime.scheduler.end_session(self.scope, self.id, reason, wait=wait)
 

@@ -9,6 +9,7 @@ import pytest
 import engram
 from engram.engine import Engram, Session
 from engram.llm import LLMClient
+from engram.prompt import NO_MODEL_NOTE
 from engram.testing import FakeLLMServer
 
 from .engine_support import long_text, summarizer_responder
@@ -109,3 +110,28 @@ def test_truncated_json_for_important_data_uses_the_rules(
             state = chat.compaction_state()
             assert state.important_data["user_preferences"].get("theme") == "dark"
             assert state.last_error is not None and "truncated" in state.last_error
+
+
+def test_no_model_is_a_note_not_a_degradation(mem: Engram) -> None:
+    """With no model the offline summary is the normal path: ``notes`` says so, not ``degraded``."""
+
+    chat = mem.session("offline", policy="summary_buffer")
+    before = chat.context(system=SYSTEM)
+    assert NO_MODEL_NOTE not in before.notes  # nothing summarized yet: nothing to say
+    fill(chat)
+    ctx = chat.context(system=SYSTEM)
+    assert chat.compaction_state().summary_version >= 1
+    assert ctx.degraded is None
+    assert NO_MODEL_NOTE in ctx.notes
+    assert NO_MODEL_NOTE in chat.context(system=SYSTEM, compact=False).notes
+
+
+def test_a_configured_model_adds_no_offline_note(tmp_path: object, llm: FakeLLMServer) -> None:
+
+    with LLMClient("gpt-4o-mini", base_url=llm.base_url, backoff=0.01) as client:
+        with open_with(tmp_path, client) as mem:
+            chat = mem.session("c", policy="summary_buffer")
+            fill(chat)
+            ctx = chat.context(system=SYSTEM)
+            assert chat.compaction_state().summary_version >= 1
+            assert ctx.degraded is None and NO_MODEL_NOTE not in ctx.notes

@@ -6,7 +6,7 @@ import pytest
 
 from engram.background.local import MemoryWorker, end_session
 from engram.engine import Engram
-from engram.errors import InvalidQuery, MemoryNotFound, SessionNotFound
+from engram.errors import InvalidQuery, MemoryNotFound
 from engram.llm import LLMClient
 from engram.memories import LIFECYCLE_KIND, Memories
 from engram.memories.creation import clean_memory_text, extractive_memory, read_transcript
@@ -97,12 +97,18 @@ class TestEnding:
         state = mem.store.load_state("app", "s1", LIFECYCLE_KIND)
         assert state is not None and state.data["ends"] == 2 and state.data["reason"] == "b"
 
-    def test_unknown_session_is_refused(self, mem: Engram) -> None:
-        with pytest.raises(SessionNotFound):
-            end_session(Memories(mem.store, "app"), "nope", "closed")
+    def test_ending_a_session_never_written_is_skipped(self, mem: Engram) -> None:
+        outcome = end_session(Memories(mem.store, "app"), "nope", "closed").result()
+        assert (outcome.status, outcome.detail) == ("skipped", "the session has no messages")
         converse(mem, "s1", "other", [("My project is called Phoenix.", "Noted.")])
-        with pytest.raises(SessionNotFound):  # a session of another scope is not ours
-            end_session(Memories(mem.store, "app"), "s1", "closed")
+        # a session of another scope is not ours
+        assert end_session(Memories(mem.store, "app"), "s1", "closed").result().status == "skipped"
+        assert mem.store.load_state("app", "s1", LIFECYCLE_KIND) is None
+        assert mem.store.get_session("app", "nope") is None  # nothing was created
+
+    def test_session_end_on_a_fresh_handle_returns_skipped(self, mem: Engram) -> None:
+        outcome = mem.session("never-written", "app").end(wait=True).result()
+        assert outcome.status == "skipped" and outcome.memory is None
 
     def test_ending_does_not_wait_for_the_model(
         self, mem: Engram, fake_llm: FakeLLMServer, client: LLMClient, worker: MemoryWorker

@@ -127,8 +127,11 @@ class TestValidDecisions:
         fake_llm.reply_json(
             {"action": "edit", "targetMemoryId": ids[1], "newContent": merged_text, "reason": "m"}
         )
+        before = memories.get(ids[1])
         returned = memories.create("User switched the build system to Bazel.")
         assert returned.id == ids[1] and returned.content == merged_text
+        assert returned.status == "merged" and returned.merged_from == before
+        assert returned.evicted == ()
         assert [m.id for m in memories.list()] == ids  # the new memory was absorbed
         assert memories.get(ids[1]).content == merged_text
         (event,) = compaction_events(memories)
@@ -152,9 +155,22 @@ class TestValidDecisions:
         )
         returned = memories.create("User mentioned nothing new at all today.")
         assert returned.id not in ids
+        assert returned.status == "dropped" and [m.id for m in returned.evicted] == [returned.id]
         assert [m.id for m in memories.list()] == ids
         (event,) = compaction_events(memories)
         assert event["target"] == returned.id == event["new_memory"]
+
+    def test_create_at_the_cap_returns_what_was_evicted(self, mem: Engram) -> None:
+        memories = Memories(mem.store, "app", cap=3)
+        ids = fill(memories, 3)
+        oldest = memories.get(ids[0])
+        returned = memories.create("User switched the build system to Bazel.")
+        assert returned.status == "created" and returned.evicted == (oldest,)
+        assert returned == memories.get(returned.id)  # still the stored record
+        under_cap = Memories(mem.store, "roomy", cap=3).create("User likes tea.")
+        assert under_cap.status == "created" and under_cap.evicted == ()
+        again = memories.create("User switched the build system to Bazel.")
+        assert again.status == "duplicate" and again.id == returned.id
 
     def test_no_llm_uses_fifo_without_calling_it_a_fallback(self, mem: Engram) -> None:
         memories = Memories(mem.store, "app", cap=2)

@@ -130,7 +130,6 @@ def end_session(
         raises for a memory failure.
 
     Raises:
-        SessionNotFound: the session has no messages in this scope.
         InvalidQuery: the reason is not text.
 
     """

@@ -141,7 +141,6 @@ class QueueScheduler:
         The future is resolved when the job completes in any worker.
 
         Raises:
-            SessionNotFound: the session has no messages in this scope.
             InvalidQuery: the reason is not text.
             ConfigError: the Engram is closed.
 

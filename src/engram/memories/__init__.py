@@ -19,7 +19,7 @@ from engram.memories.context import SECTION_TITLE, format_memories
 from engram.memories.creation import CREATION_PROMPT
 from engram.memories.ending import LIFECYCLE_KIND
 from engram.memories.metrics import MemoryMetrics
-from engram.memories.records import DEFAULT_CAP, MAX_CONTENT_CHARS, Outcome
+from engram.memories.records import DEFAULT_CAP, MAX_CONTENT_CHARS, CreatedMemory, Outcome
 from engram.memories.service import DEFAULT_TIMEOUT, Memories
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "PURPOSE_COMPACT",
     "PURPOSE_CREATE",
     "SECTION_TITLE",
+    "CreatedMemory",
     "Decision",
     "Memories",
     "MemoryBudget",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from engram.errors import Contention, InvalidQuery, SessionNotFound, StoreError
+from engram.errors import Contention, InvalidQuery, StoreError
 from engram.memories.records import Outcome
 from engram.memories.service import Memories
 from engram.models import JSON
@@ -34,10 +34,11 @@ CAS_ATTEMPTS = 5
 def begin_end(memories: Memories, session: str, reason: str) -> Outcome | None:
     """Check and record the end of ``session``: None when its memory should now be written.
 
-    Returns a "skipped" outcome when nothing new happened since the last end.
+    Returns a "skipped" outcome when the session has no messages in this scope
+    (it was never written: nothing is recorded) or nothing new happened since
+    the last end.
 
     Raises:
-        SessionNotFound: the session has no messages in this scope.
         InvalidQuery: the reason is not text.
 
     """
@@ -45,7 +46,7 @@ def begin_end(memories: Memories, session: str, reason: str) -> Outcome | None:
         raise InvalidQuery(f"end reason must be text, got {type(reason).__name__}")
     store, scope = memories.store, memories.scope
     if store.get_session(scope, session) is None:
-        raise SessionNotFound(f"no session {session!r} in scope {scope!r}")
+        return Outcome("skipped", scope, session, detail="the session has no messages")
     if not mark_ended(memories, session, reason):
         return Outcome("skipped", scope, session, detail="no new messages since the last end")
     return None

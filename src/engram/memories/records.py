@@ -194,3 +194,70 @@ class Outcome:
             "memory": memory_json(self.memory) if self.memory is not None else None,
             "detail": self.detail,
         }
+
+
+#: What :meth:`Memories.create` did with the new text.
+CREATE_STATUSES = ("created", "duplicate", "merged", "dropped")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class CreatedMemory(MemoryRecord):
+    """The memory :meth:`Memories.create` returns, with what the cap did to make room.
+
+    It is the memory now holding the text (a :class:`MemoryRecord`). ``status``
+    is one of :data:`CREATE_STATUSES`: "created" (stored as given),
+    "duplicate" (an existing memory repeats it; that one is returned),
+    "merged" (the model folded it into an existing memory, returned as
+    merged) or "dropped" (compaction deleted the new memory itself; the
+    deleted record is returned). ``evicted`` holds the memories compaction
+    deleted to stay at the cap, as they were before deletion (the new one
+    included when "dropped"); ``merged_from`` the merged memory as it was
+    before the merge.
+    """
+
+    status: str = "created"
+    evicted: tuple[MemoryRecord, ...] = ()
+    merged_from: MemoryRecord | None = None
+
+    @classmethod
+    def of(
+        cls,
+        record: MemoryRecord,
+        status: str,
+        *,
+        evicted: Iterable[MemoryRecord] = (),
+        merged_from: MemoryRecord | None = None,
+    ) -> CreatedMemory:
+        """Wrap a stored record with what happened to it."""
+        return cls(
+            id=record.id,
+            scope=record.scope,
+            content=record.content,
+            created_at=record.created_at,
+            updated_at=record.updated_at,
+            source_session=record.source_session,
+            metadata=record.metadata,
+            status=status,
+            evicted=tuple(evicted),
+            merged_from=merged_from,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a record with the same stored fields (what happened is not compared)."""
+        if isinstance(other, CreatedMemory):
+            other = other.record()
+        return isinstance(other, MemoryRecord) and self.record() == other
+
+    __hash__ = None  # type: ignore[assignment]  # like MemoryRecord: metadata is a dict
+
+    def record(self) -> MemoryRecord:
+        """The plain stored record."""
+        return MemoryRecord(
+            id=self.id,
+            scope=self.scope,
+            content=self.content,
+            created_at=self.created_at,
+            updated_at=self.updated_at,
+            source_session=self.source_session,
+            metadata=self.metadata,
+        )

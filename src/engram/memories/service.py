@@ -49,6 +49,7 @@ from engram.memories.creation import extractive_memory, llm_memory, read_transcr
 from engram.memories.metrics import MemoryMetrics
 from engram.memories.records import (
     DEFAULT_CAP,
+    CreatedMemory,
     Outcome,
     check_cap,
     check_content,
@@ -207,22 +208,26 @@ class Memories:
         *,
         source_session: str | None = None,
         metadata: Mapping[str, Any] | None = None,
-    ) -> MemoryRecord:
+    ) -> CreatedMemory:
         """Store a memory; past the cap, compact before returning.
 
-        A memory that repeats an existing one (same normalized text, or word
-        overlap at or above ``DUPLICATE_JACCARD``) is not stored: the
-        existing memory is returned. When compaction merges the new memory
-        into another, the merged memory is returned; when it deletes the new
-        memory itself (it added nothing), the deleted record is returned and
-        the audit trail says so.
+        Returns a :class:`~engram.memories.records.CreatedMemory`: the memory
+        now holding the text, with ``status`` and ``evicted`` saying what the
+        cap did. A memory that repeats an existing one (same normalized text,
+        or word overlap at or above ``DUPLICATE_JACCARD``) is not stored: the
+        existing memory is returned ("duplicate"). When compaction merges the
+        new memory into another, the merged memory is returned ("merged",
+        ``merged_from`` the memory before); when it deletes the new memory
+        itself (it added nothing), the deleted record is returned
+        ("dropped"). Memories deleted to stay at the cap are in ``evicted``,
+        as they were; the audit trail says the same.
 
         Raises:
             InvalidQuery: empty or too long content, bad metadata.
             StoreError: the store failed twice.
 
         """
-        return self._create(check_content(content), source_session, check_metadata(metadata))[1]
+        return self._create(check_content(content), source_session, check_metadata(metadata))
 
     def update(
         self,
@@ -324,11 +329,11 @@ class Memories:
                 return Outcome("failed", self.scope, session, detail=str(exc))
             self.budget.charge(self.store, self.scope, session, result)
             meta["origin"] = f"llm:{result.model}"
-        created, record = self._create(text, session, meta)
-        if not created:
-            return Outcome("duplicate", self.scope, session, memory=record)
+        record = self._create(text, session, meta)
+        if record.status == "duplicate":
+            return Outcome("duplicate", self.scope, session, memory=record.record())
         logger.info("created memory for scope %s from session %s", self.scope, session)
-        return Outcome("created", self.scope, session, memory=record)
+        return Outcome("created", self.scope, session, memory=record.record())
 
     def run_deferred(self, *, scan: bool = False) -> builtins.list[Outcome]:
         """Do the deferred memory work of this scope while the budget allows.
@@ -362,8 +367,8 @@ class Memories:
 
     # -- internals --------------------------------------------------------------------
 
-    def _create(self, text: str, session: str | None, meta: JSON) -> tuple[bool, MemoryRecord]:
-        """(stored?, record): add unless repeated, then compact. Serialized per scope."""
+    def _create(self, text: str, session: str | None, meta: JSON) -> CreatedMemory:
+        """Add unless repeated, then compact to the cap. Serialized per scope."""
         with self._lock:
             existing = self.store.list_memories(self.scope)
             duplicate = find_duplicate(text, existing)
@@ -378,7 +383,7 @@ class Memories:
                     },
                 )
                 self.metrics.incr("memories_duplicate_skipped")
-                return False, duplicate
+                return CreatedMemory.of(duplicate, "duplicate")
             record = _retry_once(
                 lambda: self.store.add_memory(
                     self.scope, text, source_session=session, metadata=meta
@@ -390,13 +395,25 @@ class Memories:
                 {"event": "create", "memory": record.id, "session": session, "content": text},
             )
             self.metrics.incr("memories_created")
-            result = record
-            for decision in self._compact_locked(record):
-                if decision.action == "edit" and decision.source == "llm":
-                    merged = self.store.get_memory(self.scope, decision.target_id)
-                    result = merged if merged is not None else result
+            result = self._room_for(record, {m.id: m for m in [*existing, record]})
             self.metrics.scope_size(self.scope, self.count())
-            return True, result
+            return result
+
+    def _room_for(self, record: MemoryRecord, before: dict[int, MemoryRecord]) -> CreatedMemory:
+        """Compact to the cap after ``record`` was added; say what it did (lock held)."""
+        evicted: builtins.list[MemoryRecord] = []
+        result, status, merged_from = record, "created", None
+        for decision in self._compact_locked(record):
+            if decision.action == "edit" and decision.source == "llm":
+                merged = self.store.get_memory(self.scope, decision.target_id)
+                if merged is not None:
+                    result, status = merged, "merged"
+                    merged_from = before.get(decision.target_id)
+            elif decision.action == "delete" and decision.target_id in before:
+                evicted.append(before[decision.target_id])
+                if decision.target_id == record.id and status == "created":
+                    status = "dropped"
+        return CreatedMemory.of(result, status, evicted=evicted, merged_from=merged_from)
 
     def _compact_locked(self, new: MemoryRecord | None) -> builtins.list[Decision]:
         """Apply one decision at a time until the count is at most the cap (lock held)."""
