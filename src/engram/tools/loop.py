@@ -21,24 +21,33 @@ and bad tool names or arguments come back to the model as a structured error
 instead of crashing the turn. Failures of the model (:class:`LLMError`,
 after the client's one retry) propagate to the caller; by then the user
 message is stored, every stored tool round is whole (the assistant call and
-its results are written in one transaction) and nothing half-written exists.
+its results are written in one transaction) and nothing half-written exists;
+``run_turn(..., retry=True)`` then goes on from the stored question.
+
+The logic of a turn is one generator, :func:`turn_steps`: it does all the
+store work and yields each model call it needs. :func:`run_turn` drives it
+with :meth:`LLMClient.chat`; the async drivers in :mod:`engram.tools.async_loop`
+drive the same generator, running its steps in a worker thread and awaiting
+the model (streaming the answer when asked).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple, Required, TypedDict, Unpack
 
 from engram.context import MIN_BUDGET
 from engram.errors import ConfigError, InvalidMessage, StoreError
-from engram.models import JSON
-from engram.tokens import TokenCounter, count_message, count_tools, counter_for_model
+from engram.limits import MAX_EXTENDED_CONTEXT
+from engram.models import JSON, Message
+from engram.tokens import TokenCounter, count_tools, counter_for_model
 from engram.tools.dispatcher import dispatch
 from engram.tools.registry import TOOLS, schemas, select
 from engram.tools.results import DEFAULT_MAX_RESULT_TOKENS, MIN_RESULT_TOKENS
+from engram.tools.steps import fit_steps
 
 if TYPE_CHECKING:
     from engram.llm.client import LLMClient, LLMResult
@@ -64,6 +73,9 @@ STEPS_SHARE = 2
 MAX_CALLS_PER_ROUND = 32
 #: ``purpose`` of the model calls, as recorded with the usage.
 PURPOSE = "chat"
+#: Pages of :data:`MAX_EXTENDED_CONTEXT` messages a retry reads back to find
+#: the question of the failed turn (past its stored tool rounds).
+RETRY_SCAN_PAGES = MAX_ROUNDS
 
 #: Appended to the caller's system prompt when tools are offered (seed 000's
 #: SYSTEM_PROMPT, without the names of tools that may not be offered).
@@ -79,7 +91,6 @@ HISTORY_TOOLS_PROMPT = (
 )
 
 ToolChoice = Literal["all"] | Sequence[str] | None
-_CUT_MARKER = " …[cut to fit the prompt]"
 
 
 class ToolCallRecord(NamedTuple):
@@ -165,11 +176,101 @@ class _Turn:
             logger.warning("chat turn degraded: %s", text)
 
 
+class TurnOptions(TypedDict, total=False):
+    """How one turn runs: the keyword arguments of :func:`run_turn` and its async twins.
+
+    Attributes:
+        budget: Tokens for prompt, tool schemas and answer together (required).
+        system: The caller's system prompt.
+        model: Model name for token counting (default: the client's model).
+        reserve: Tokens kept free for the answer (default :data:`DEFAULT_RESERVE`).
+        tools: "all" registered tools (default), a list of tool names, or None for none.
+        max_rounds: Most model calls (1 to :data:`MAX_ROUNDS`, default
+            :data:`DEFAULT_MAX_ROUNDS`); the last one offers no tools, so 1
+            means a plain answer.
+        store_steps: Store the assistant tool calls and tool results in the
+            history (True, the default), or keep them in this turn's prompts only.
+        tool_prompt: Append :data:`HISTORY_TOOLS_PROMPT` to ``system`` when tools
+            are offered (default True).
+        max_result_tokens: Cap of each tool result (default: a share of the
+            prompt room, see :data:`RESULT_SHARE`).
+        record_usage: Record each model call's usage for the session's scope
+            (default True).
+        retry: This turn retries one that failed: when the newest stored user
+            message is ``user_message`` and no answer follows it (only whole
+            tool rounds may), it is reused instead of stored again, so the
+            history holds the question once. Otherwise the message is stored
+            as usual. Default False.
+
+    """
+
+    budget: Required[int]
+    system: str | None
+    model: str | None
+    reserve: int
+    tools: ToolChoice
+    max_rounds: int
+    store_steps: bool
+    tool_prompt: bool
+    max_result_tokens: int | None
+    record_usage: bool
+    retry: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    """One model call a turn needs: the messages to send and the tools offered (None: none)."""
+
+    messages: list[JSON]
+    tools: list[JSON] | None
+
+
+#: A turn as a generator: it yields the model calls it needs, is sent each
+#: answer, and returns the :class:`TurnResult`. Every store access happens
+#: inside it; the drivers (:func:`run_turn`, :func:`engram.tools.arun_turn`,
+#: :func:`engram.tools.stream_turn`) only call the model.
+TurnSteps = Generator[ModelCall, "LLMResult", TurnResult]
+
+
 def run_turn(
+    session: Session, client: LLMClient, user_message: str, **options: Unpack[TurnOptions]
+) -> TurnResult:
+    """Store ``user_message``, let the model call tools for a few rounds, store its answer.
+
+    Args:
+        session: The conversation; every tool call is confined to it and its scope.
+        client: The model to talk to.
+        user_message: The user's text.
+        **options: See :class:`TurnOptions`; ``budget`` is required.
+
+    Returns:
+        The answer and an account of the turn.
+
+    Raises:
+        ConfigError: a bad argument, an unknown tool name, or a budget too
+            small for the tool schemas; nothing is stored then.
+        InvalidMessage: ``user_message`` cannot be stored; nothing is stored.
+        LLMError: the model failed (after the client's retry). The user
+            message and any whole tool rounds stay stored; call again with
+            ``retry=True`` to go on from them without storing the question twice.
+
+    """
+    steps = turn_steps(session, user_message, default_model=client.model, **options)
+    call = next(steps)
+    while True:
+        answer = client.chat(call.messages, purpose=PURPOSE, tools=call.tools)
+        try:
+            call = steps.send(answer)
+        except StopIteration as done:
+            result: TurnResult = done.value
+            return result
+
+
+def turn_steps(
     session: Session,
-    client: LLMClient,
     user_message: str,
     *,
+    default_model: str,
     budget: int,
     system: str | None = None,
     model: str | None = None,
@@ -180,41 +281,16 @@ def run_turn(
     tool_prompt: bool = True,
     max_result_tokens: int | None = None,
     record_usage: bool = True,
-) -> TurnResult:
-    """Store ``user_message``, let the model call tools for a few rounds, store its answer.
+    retry: bool = False,
+) -> TurnSteps:
+    """The logic of one turn, shared by every driver (see :data:`TurnSteps`).
 
-    Args:
-        session: The conversation; every tool call is confined to it and its scope.
-        client: The model to talk to.
-        user_message: The user's text.
-        budget: Tokens for prompt, tool schemas and answer together.
-        system: The caller's system prompt.
-        model: Model name for token counting (default: ``client.model``).
-        reserve: Tokens kept free for the answer.
-        tools: "all" registered tools, a list of tool names, or None for none.
-        max_rounds: Most model calls (1 to :data:`MAX_ROUNDS`); the last one
-            offers no tools, so 1 means a plain answer.
-        store_steps: Store the assistant tool calls and tool results in the
-            history (True), or keep them in this turn's prompts only.
-        tool_prompt: Append :data:`HISTORY_TOOLS_PROMPT` to ``system`` when tools
-            are offered.
-        max_result_tokens: Cap of each tool result (default: a share of the
-            prompt room, see :data:`RESULT_SHARE`).
-        record_usage: Record each model call's usage for the session's scope.
-
-    Returns:
-        The answer and an account of the turn.
-
-    Raises:
-        ConfigError: a bad argument, an unknown tool name, or a budget too
-            small for the tool schemas; nothing is stored then.
-        InvalidMessage: ``user_message`` cannot be stored; nothing is stored.
-        LLMError: the model failed (after the client's retry). The user
-            message and any whole tool rounds stay stored.
-
+    ``default_model`` counts tokens when ``model`` is not given (the client's
+    model); the other arguments are :class:`TurnOptions`. Arguments are
+    checked at the first ``next()``, before anything is stored.
     """
     names = _offered(tools, max_rounds)
-    counter_model = model or client.model
+    counter_model = model or default_model
     counter = counter_for_model(counter_model)
     offered = schemas("openai", names=names) if names else []
     tools_tokens = count_tools(counter, offered)
@@ -225,7 +301,8 @@ def run_turn(
         )
     prompt = _system_prompt(system, tool_prompt and bool(names))
     turn = _Turn()
-    turn.message_ids.append(session.add("user", user_message).id)
+    asked = _unanswered(session, user_message) if retry else None
+    turn.message_ids.append(asked.id if asked else session.add("user", user_message).id)
     steps: list[list[JSON]] = []  # unstored tool rounds (store_steps=False), oldest first
     newest: list[int] = []  # ids of the newest stored tool round
     rounds = 0
@@ -241,7 +318,7 @@ def run_turn(
             # More tool calls could not be shown either: spend no more rounds on them.
             turn.note("tool results did not fit the budget; the model had to answer without them")
             last = True
-        answer = client.chat(messages, purpose=PURPOSE, tools=None if last else offered)
+        answer = yield ModelCall(messages, None if last else offered)
         turn.usage = turn.usage.plus(answer)
         if record_usage:
             _record(session, answer, turn)
@@ -313,6 +390,27 @@ def _result_cap(room: int, calls: int) -> int:
     return max(MIN_RESULT_TOKENS, min(DEFAULT_MAX_RESULT_TOKENS, share))
 
 
+def _unanswered(session: Session, user_message: str) -> Message | None:
+    """The question a failed turn left stored, to be reused by a retry, or None.
+
+    That is the newest user message when it is ``user_message`` and nothing
+    but whole tool rounds follows it (no answer was stored).
+    """
+    before: int | None = None
+    for _ in range(RETRY_SCAN_PAGES):
+        page = session.extended(MAX_EXTENDED_CONTEXT, before_id=before)
+        for message in reversed(page):
+            if message.role == "tool" or (message.role == "assistant" and message.tool_calls):
+                continue  # a tool round of the failed attempt
+            if message.role == "user" and message.content == user_message:
+                return message
+            return None
+        if len(page) < MAX_EXTENDED_CONTEXT:
+            return None
+        before = page[0].id
+    return None
+
+
 # -- one round ----------------------------------------------------------------------
 
 
@@ -337,7 +435,7 @@ def _prompt(
     had_steps = bool(steps)
     # The stored context keeps at least half the room (and never less than a prompt needs).
     allowed = room - max(MIN_BUDGET, room - room // STEPS_SHARE)
-    steps_tokens = _fit_steps(steps, counter, allowed, turn) if steps else 0
+    steps_tokens = fit_steps(steps, counter, allowed, turn.note) if steps else 0
     ctx = session.context(
         budget - steps_tokens, reserve=reserve, system=system, model=counter_model
     )
@@ -436,73 +534,3 @@ def _finish(
         degraded=turn.degraded,
         finish_reason=answer.finish_reason,
     )
-
-
-# -- unstored tool rounds (store_steps=False) ---------------------------------------
-
-
-def _fit_steps(steps: list[list[JSON]], counter: TokenCounter, allowed: int, turn: _Turn) -> int:
-    """Shrink the unstored rounds to ``allowed`` tokens (in place); return their size.
-
-    Whole rounds go first, oldest first, so a call is never split from its
-    results; then the newest round's results are cut; if even its call does
-    not fit, it goes too.
-    """
-    total = sum(_size(counter, step) for step in steps)
-    while total > allowed and len(steps) > 1:
-        total -= _size(counter, steps.pop(0))
-        turn.note("older tool rounds of this turn were dropped from the prompt to fit the budget")
-    if total <= allowed:
-        return total
-    step = steps[0]
-    call_cost = _message_size(counter, step[0])
-    results = step[1:]
-    overhead = sum(_message_size(counter, {**m, "content": ""}) for m in results)
-    spare = allowed - call_cost - overhead - len(results) * counter.count_text(_CUT_MARKER)
-    if spare < len(results):
-        steps.clear()
-        turn.note("a tool round was too large for the budget and was left out of the prompt")
-        return 0
-    share = spare // len(results)
-    for message in results:
-        message["content"] = _cut(counter, str(message["content"]), share)
-    turn.note("tool results were cut to fit the budget")
-    total = _size(counter, step)
-    if total > allowed:  # rounding of an approximate counter: never overflow
-        steps.clear()
-        turn.note("a tool round was too large for the budget and was left out of the prompt")
-        return 0
-    return total
-
-
-def _size(counter: TokenCounter, step: Sequence[JSON]) -> int:
-    return sum(_message_size(counter, m) for m in step)
-
-
-def _message_size(counter: TokenCounter, message: JSON) -> int:
-    return count_message(
-        counter,
-        str(message["role"]),
-        str(message.get("content") or ""),
-        tool_calls=message.get("tool_calls"),
-        tool_call_id=message.get("tool_call_id"),
-    )
-
-
-def _cut(counter: TokenCounter, text: str, tokens: int) -> str:
-    """``text`` if it has at most ``tokens`` tokens, else its longest prefix that does, marked.
-
-    The marker comes on top of ``tokens`` (the caller set its cost aside).
-    """
-    if counter.count_text(text) <= tokens:
-        return text
-    limit = tokens + counter.count_text(_CUT_MARKER)
-    # Counted with the marker: tokens can merge across the join.
-    low, high = 0, min(len(text), tokens * 16)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if counter.count_text(text[:middle] + _CUT_MARKER) <= limit:
-            low = middle
-        else:
-            high = middle - 1
-    return text[:low] + _CUT_MARKER
