@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from engram.background import QueueScheduler
+from engram.checks import MAX_CONTENT_BYTES, roles_filter, text_field
 from engram.compaction.cycle import CompactionResult
 from engram.compaction.summarizer import Summarizer
 from engram.config import Config
@@ -31,7 +32,7 @@ from engram.errors import (
 )
 from engram.llm.client import LLMClient
 from engram.memories import Memories, MemoryBudget, MemoryMetrics
-from engram.models import JSON, Message, NewMessage, SearchHit, SessionInfo
+from engram.models import JSON, ROLES, Message, NewMessage, SearchHit, SessionInfo
 from engram.policy import DEFAULT_BUDGET, Policy, get_policy
 from engram.prompt import PREREAD_ROWS
 from engram.runtime import MemoriesProvider, Runtime
@@ -232,11 +233,12 @@ class Engram:
     ) -> list[SearchHit]:
         """Ranked full-text search over every session of a scope."""
         check_id("scope", scope)
-        if not isinstance(query, str):
-            raise InvalidQuery(f"search query must be text, got {type(query).__name__}")
+        query = text_field("query", query, max_bytes=MAX_CONTENT_BYTES, error=InvalidQuery)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidQuery(f"limit must be a positive integer, got {limit!r}")
-        return self.store.search(scope, query, roles=roles, limit=min(limit, MAX_PAGE))
+        return self.store.search(
+            scope, query, roles=roles_filter(roles, ROLES), limit=min(limit, MAX_PAGE)
+        )
 
     def export_session(self, session_id: str, scope: str = "default") -> JSON:
         """One session as an Engram session document (messages, states), for ``import``."""

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 from engram.background import Scheduler, make_scheduler
+from engram.checks import id_field
+from engram.checks import message_id as checked_message_id
 from engram.compaction.cycle import CompactionResult, Loaded, compact_session
 from engram.compaction.summarizer import LLMSummarizer, OfflineSummarizer, Summarizer
 from engram.config import Config
@@ -109,8 +111,8 @@ class Runtime:
             MessageNotFound: no such message in this scope.
 
         """
-        if isinstance(message_id, bool) or not isinstance(message_id, int):
-            raise InvalidQuery(f"message id must be an integer, got {message_id!r}")
+        id_field("scope id", scope, error=InvalidQuery)
+        message_id = checked_message_id("message id", message_id)
         found = self.store.get_message(scope, message_id)
         if found is None:
             raise MessageNotFound(f"no message {message_id} in scope {scope!r}")

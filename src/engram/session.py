@@ -15,6 +15,13 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from engram import dates
+from engram.checks import (
+    MAX_CONTENT_BYTES,
+    optional_message_id,
+    optional_timestamp,
+    roles_filter,
+    text_field,
+)
 from engram.compaction.agentstate import AgentState
 from engram.compaction.cycle import CompactionResult, load_compaction_state
 from engram.compaction.state import CompactionState
@@ -25,7 +32,7 @@ from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.llm.client import LLMResult
 from engram.memories.records import Outcome as MemoryOutcome
 from engram.memories.service import Memories
-from engram.models import Message, NewMessage, SearchHit, SessionInfo
+from engram.models import ROLES, Message, NewMessage, SearchHit, SessionInfo
 from engram.policy import DEFAULT_BUDGET, Policy, get_policy
 from engram.prompt import PromptRequest, build_prompt, fixed_tokens
 from engram.runtime import Runtime
@@ -77,7 +84,7 @@ class Session:
             role,
             content,
             name=name,
-            tool_calls=list(tool_calls) if tool_calls is not None else None,
+            tool_calls=tool_calls,
             tool_call_id=tool_call_id,
             created_at=created_at,
             metadata=metadata,
@@ -96,7 +103,7 @@ class Session:
             InvalidMessage: the first refused message, by position and field.
 
         """
-        if messages is None or isinstance(messages, str | bytes | Mapping):
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
             raise InvalidMessage(
                 f"messages must be a list of message objects, got {type(messages).__name__}"
             )
@@ -141,7 +148,8 @@ class Session:
 
     def messages(self, *, after_id: int | None = None, limit: int = 100) -> list[Message]:
         """The whole history, oldest first, a page at a time (for display)."""
-        return self._store.page(self.scope, self.id, after_id=after_id, limit=_page_limit(limit))
+        after = optional_message_id("after_id", after_id)
+        return self._store.page(self.scope, self.id, after_id=after, limit=_page_limit(limit))
 
     def context(
         self,
@@ -261,15 +269,14 @@ class Session:
         all_sessions: bool = False,
     ) -> list[SearchHit]:
         """BM25-ranked full-text search of this session (or the whole scope)."""
-        if not isinstance(query, str):
-            raise InvalidQuery(f"search query must be text, got {type(query).__name__}")
+        query = text_field("query", query, max_bytes=MAX_CONTENT_BYTES, error=InvalidQuery)
         return self._store.search(
             self.scope,
             query,
             session=None if all_sessions else self.id,
-            roles=roles,
-            start=start,
-            end=end,
+            roles=roles_filter(roles, ROLES),
+            start=optional_timestamp("start", start),
+            end=optional_timestamp("end", end),
             limit=_page_limit(limit),
         )
 
@@ -289,7 +296,7 @@ class Session:
             start,
             end,
             limit=_page_limit(limit),
-            roles=roles,
+            roles=roles_filter(roles, ROLES),
         )
 
     def date_range(self, when: str | date | datetime) -> tuple[datetime, datetime]:
@@ -303,7 +310,8 @@ class Session:
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise InvalidQuery(f"count must be a positive integer, got {count!r}")
         count = min(count, MAX_EXTENDED_CONTEXT)
-        return self._store.tail(self.scope, self.id, limit=count, before_id=before_id)
+        before = optional_message_id("before_id", before_id)
+        return self._store.tail(self.scope, self.id, limit=count, before_id=before)
 
     def stats(self) -> dict[str, Any]:
         """Counts, first and last dates and stored tokens of this session."""

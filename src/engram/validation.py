@@ -1,123 +1,178 @@
 """Checks every message before anything is written.
 
-A refused message raises :class:`~engram.errors.InvalidMessage` naming what is
-wrong; nothing of the batch it belongs to is stored. Limits are module
-constants so users and docs can quote them.
+A refused message raises :class:`~engram.errors.InvalidMessage` naming the
+field that is wrong; nothing of the batch it belongs to is stored. The field
+rules and limits live in :mod:`engram.checks` (one rule per field, the same
+for every backend). Messages may come as keyword arguments, OpenAI-format
+dicts, or straight from the OpenAI SDK (pydantic objects or their
+``model_dump()``, with ``refusal``, ``annotations``, ``audio`` and ``None``
+fields, and list content made of text parts).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from engram.checks import (
+    MAX_ARGUMENTS_BYTES,
+    MAX_CONTENT_BYTES,
+    MAX_ID_CHARS,
+    MAX_JSON_DEPTH,
+    MAX_METADATA_BYTES,
+    MAX_TOOL_CALLS,
+    NAME_PATTERN,
+    id_field,
+    json_value,
+    text_field,
+    timestamp,
+)
 from engram.errors import InvalidMessage
 from engram.models import JSON, ROLES, NewMessage
 
-#: Largest message content accepted, in UTF-8 bytes (1 MiB).
-MAX_CONTENT_BYTES = 1_048_576
-#: Largest metadata document, serialized as JSON, in bytes (64 KiB).
-MAX_METADATA_BYTES = 65_536
-#: Most tool calls in one assistant message.
-MAX_TOOL_CALLS = 128
-#: Longest scope or session id, in characters.
-MAX_ID_CHARS = 256
-#: OpenAI's rule for the ``name`` field of a message.
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+__all__ = [
+    "MAX_ARGUMENTS_BYTES",
+    "MAX_CONTENT_BYTES",
+    "MAX_ID_CHARS",
+    "MAX_JSON_DEPTH",
+    "MAX_METADATA_BYTES",
+    "MAX_TOOL_CALLS",
+    "NAME_PATTERN",
+    "build_message",
+    "build_messages",
+    "check_id",
+    "check_tool_answers",
+    "parse_timestamp",
+]
+
+#: Fields the OpenAI SDK adds to a message dump; kept in ``metadata["sdk"]`` when set.
+SDK_FIELDS = frozenset({"refusal", "annotations", "audio", "function_call"})
+#: Content-part types whose text is the message's text.
+TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 
 
 def check_id(kind: str, value: object) -> str:
-    """Validate a scope or session id: a non-empty string, no NUL, at most 256 characters."""
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidMessage(f"{kind} id must be a non-empty string, got {value!r}")
-    if len(value) > MAX_ID_CHARS:
-        raise InvalidMessage(f"{kind} id is {len(value)} characters; the limit is {MAX_ID_CHARS}")
-    if "\x00" in value:
-        raise InvalidMessage(f"{kind} id contains a NUL byte")
-    _check_utf8(f"{kind} id", value)
-    return value
-
-
-def _check_utf8(what: str, text: str) -> int:
-    if text.isascii():  # O(1) in CPython; ASCII text is its own UTF-8, and most text is
-        return len(text)
-    try:
-        return len(text.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise InvalidMessage(
-            f"{what} is not valid unicode (lone surrogate at position {exc.start})"
-        ) from None
-
-
-def _text(what: str, value: object) -> str:
-    if isinstance(value, bytes):
-        try:
-            value = value.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidMessage(f"{what} is not valid UTF-8 (byte {exc.start})") from None
-    if not isinstance(value, str):
-        raise InvalidMessage(f"{what} must be a string, got {type(value).__name__}")
-    if "\x00" in value:
-        raise InvalidMessage(f"{what} contains a NUL byte")
-    return value
+    """Validate a scope or session id: non-blank text, no NUL, at most 256 characters."""
+    return id_field(f"{kind} id", value)
 
 
 def parse_timestamp(value: object, *, what: str = "created_at") -> datetime:
     """Accept an aware or naive (taken as UTC) datetime, an ISO-8601 string or unix seconds."""
-    if isinstance(value, datetime):
-        stamp = value
-    elif isinstance(value, bool):
-        raise InvalidMessage(f"{what} must be a datetime, ISO-8601 string or unix time")
-    elif isinstance(value, int | float):
-        try:
-            stamp = datetime.fromtimestamp(float(value), tz=UTC)
-        except (OverflowError, OSError, ValueError):
-            raise InvalidMessage(f"{what} {value!r} is not a usable unix time") from None
-    elif isinstance(value, str):
-        try:
-            stamp = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise InvalidMessage(f"{what} {value!r} is not an ISO-8601 date-time") from None
-    else:
-        raise InvalidMessage(f"{what} must be a datetime, ISO-8601 string or unix time")
-    if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=UTC)
-    return stamp.astimezone(UTC)
+    return timestamp(value, field=what)
+
+
+def plain(value: object) -> object:
+    """An SDK object (pydantic model) as its plain dump; anything else unchanged."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, Mapping):
+        return dump()
+    return value
+
+
+def _arguments(where: str, value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return text_field(where, value, max_bytes=MAX_ARGUMENTS_BYTES)
+    decoded = json_value(where, value, max_bytes=MAX_ARGUMENTS_BYTES)
+    return json.dumps(decoded, ensure_ascii=False)
+
+
+def _tool_call(index: int, call: object) -> tuple[JSON, int]:
+    where = f"tool_calls[{index}]"
+    call = plain(call)
+    if not isinstance(call, Mapping):
+        raise InvalidMessage(f"{where} must be an object")
+    function = plain(call.get("function"))
+    if not isinstance(function, Mapping):
+        raise InvalidMessage(f"{where}.function must be an object with a name")
+    kind = call.get("type", "function")
+    arguments = _arguments(f"{where}.function.arguments", function.get("arguments"))
+    built = {
+        "id": id_field(f"{where}.id", call.get("id")),
+        "type": id_field(f"{where}.type", "function" if kind is None else kind),
+        "function": {
+            "name": id_field(f"{where}.function.name", function.get("name")),
+            "arguments": arguments,
+        },
+    }
+    return built, len(arguments.encode("utf-8"))
 
 
 def _tool_calls(value: object) -> list[JSON] | None:
     if value is None:
         return None
-    if not isinstance(value, list) or not value:
-        raise InvalidMessage("tool_calls must be a non-empty list")
-    if len(value) > MAX_TOOL_CALLS:
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise InvalidMessage("tool_calls must be a list of tool calls")
+    items = list(value)
+    if not items:
+        return None
+    if len(items) > MAX_TOOL_CALLS:
         raise InvalidMessage(
-            f"{len(value)} tool calls in one message; the limit is {MAX_TOOL_CALLS}"
+            f"tool_calls: {len(items)} in one message; the limit is {MAX_TOOL_CALLS}"
         )
     calls: list[JSON] = []
-    for index, call in enumerate(value):
-        where = f"tool_calls[{index}]"
-        if not isinstance(call, Mapping):
-            raise InvalidMessage(f"{where} must be an object")
-        call_id = call.get("id")
-        function = call.get("function")
-        if not isinstance(call_id, str) or not call_id:
-            raise InvalidMessage(f"{where}.id must be a non-empty string")
-        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
-            raise InvalidMessage(f"{where}.function.name must be a string")
-        arguments = function.get("arguments", "")
-        if not isinstance(arguments, str):
-            arguments = json.dumps(arguments, ensure_ascii=False)
-        calls.append(
-            {
-                "id": call_id,
-                "type": call.get("type", "function"),
-                "function": {"name": function["name"], "arguments": arguments},
-            }
-        )
+    total = 0
+    for index, call in enumerate(items):
+        built, size = _tool_call(index, call)
+        total += size
+        if total > MAX_ARGUMENTS_BYTES:
+            raise InvalidMessage(
+                f"tool_calls: arguments total more than {MAX_ARGUMENTS_BYTES} bytes"
+            )
+        calls.append(built)
     return calls
+
+
+def _content(role: str, value: object, has_calls: bool) -> str:
+    field = f"{role} message content"
+    if value is None and has_calls:
+        return ""
+    if isinstance(value, list | tuple):
+        value = _join_parts(field, value)
+    text = text_field(field, value, max_bytes=MAX_CONTENT_BYTES)
+    if (not text or text.isspace()) and not has_calls:  # blank; isspace() stops at a letter
+        raise InvalidMessage(f"{field} is empty")
+    return text
+
+
+def _join_parts(field: str, parts: list[Any] | tuple[Any, ...]) -> str:
+    """List content of text parts (OpenAI, Anthropic) as one text."""
+    texts: list[str] = []
+    for index, part in enumerate(parts):
+        part = plain(part)
+        where = f"{field}[{index}]"
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if not isinstance(part, Mapping):
+            raise InvalidMessage(f"{where} must be a content part object")
+        kind = part.get("type")
+        if kind in TEXT_PARTS:
+            texts.append(text_field(f"{where}.text", part.get("text"), max_bytes=MAX_CONTENT_BYTES))
+        elif kind == "refusal":
+            texts.append(
+                text_field(f"{where}.refusal", part.get("refusal"), max_bytes=MAX_CONTENT_BYTES)
+            )
+        else:
+            raise InvalidMessage(
+                f"{where} is a {kind!r} part; Engram stores text parts "
+                f"({', '.join(sorted(TEXT_PARTS))}, refusal)"
+            )
+    return "\n".join(texts)
+
+
+def _name(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        raise InvalidMessage(
+            f"name {shown} must be 1-64 letters, digits, '_' or '-' (OpenAI's rule)"
+        )
+    return value
 
 
 def _metadata(value: object) -> JSON:
@@ -125,15 +180,8 @@ def _metadata(value: object) -> JSON:
         return {}
     if not isinstance(value, Mapping):
         raise InvalidMessage("metadata must be an object")
-    try:
-        encoded = json.dumps(dict(value), ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidMessage(f"metadata is not JSON-serializable: {exc}") from None
-    if len(encoded.encode("utf-8", "surrogatepass")) > MAX_METADATA_BYTES:
-        raise InvalidMessage(f"metadata is larger than {MAX_METADATA_BYTES} bytes")
-    _check_utf8("metadata", encoded)
-    loaded: JSON = json.loads(encoded)  # a private, plain-JSON copy
-    return loaded
+    copy: JSON = json_value("metadata", value, max_bytes=MAX_METADATA_BYTES)
+    return copy
 
 
 def build_message(
@@ -147,39 +195,32 @@ def build_message(
     metadata: object = None,
     now: datetime | None = None,
 ) -> NewMessage:
-    """Validate one message and return it ready for the store."""
-    if role not in ROLES:
-        raise InvalidMessage(f"unknown role {role!r}; expected one of {sorted(ROLES)}")
-    assert isinstance(role, str)
+    """Validate one message and return it ready for the store.
+
+    Raises:
+        InvalidMessage: naming the field that is refused.
+
+    """
+    if not isinstance(role, str) or role not in ROLES:
+        raise InvalidMessage(f"role: unknown role {role!r:.40}; expected one of {sorted(ROLES)}")
     calls = _tool_calls(tool_calls)
     if calls is not None and role != "assistant":
-        raise InvalidMessage(f"only assistant messages carry tool_calls, not {role!r}")
-    text = "" if content is None and calls else _text(f"{role} message content", content)
-    size = _check_utf8(f"{role} message content", text)
-    if size > MAX_CONTENT_BYTES:
-        raise InvalidMessage(
-            f"{role} message content is {size} bytes; the limit is {MAX_CONTENT_BYTES}"
-        )
-    if (not text or text.isspace()) and not calls:  # blank; isspace() stops at a letter
-        raise InvalidMessage(f"{role} message content is empty")
-    if name is not None:
-        if not isinstance(name, str) or not NAME_PATTERN.match(name):
-            raise InvalidMessage(
-                f"name {name!r} must be 1-64 letters, digits, '_' or '-' (OpenAI's rule)"
-            )
+        raise InvalidMessage(f"tool_calls: only assistant messages carry them, not {role!r}")
+    text = _content(role, content, calls is not None)
     if role == "tool":
-        if not isinstance(tool_call_id, str) or not tool_call_id:
-            raise InvalidMessage("a tool message needs the tool_call_id of the call it answers")
+        call_id: str | None = id_field("tool_call_id", tool_call_id)
     elif tool_call_id is not None:
-        raise InvalidMessage(f"only tool messages carry tool_call_id, not {role!r}")
-    stamp = parse_timestamp(created_at) if created_at is not None else (now or datetime.now(UTC))
+        raise InvalidMessage(f"tool_call_id: only tool messages carry one, not {role!r}")
+    else:
+        call_id = None
+    stamp = timestamp(created_at) if created_at is not None else (now or datetime.now(UTC))
     return NewMessage(
         role=role,
         content=text,
         created_at=stamp,
-        name=name,
+        name=_name(name),
         tool_calls=calls,
-        tool_call_id=tool_call_id if role == "tool" else None,
+        tool_call_id=call_id,
         metadata=_metadata(metadata),
     )
 
@@ -189,33 +230,38 @@ _MESSAGE_KEYS = frozenset(
 )
 
 
-def build_messages(
-    items: Iterable[Mapping[str, Any]], *, now: datetime | None = None
-) -> list[NewMessage]:
-    """Validate OpenAI-format dicts (plus optional ``created_at``/``metadata``).
+def message_fields(item: object, index: int) -> dict[str, Any]:
+    """One batch item (dict, SDK object or its dump) as :func:`build_message` arguments.
 
-    Errors name the position of the bad item in the batch.
+    The OpenAI SDK's extra fields (``refusal``, ``annotations``, ``audio``,
+    ``function_call``) are kept in ``metadata["sdk"]`` when they hold a value.
+    """
+    item = plain(item)
+    if not isinstance(item, Mapping):
+        raise InvalidMessage(f"message #{index}: expected an object, got {type(item).__name__}")
+    unknown = [key for key in item if key not in _MESSAGE_KEYS and key not in SDK_FIELDS]
+    if unknown:
+        raise InvalidMessage(f"message #{index}: unknown field(s) {sorted(map(str, unknown))}")
+    fields = {key: item.get(key) for key in _MESSAGE_KEYS}
+    extras = {key: plain(item[key]) for key in SDK_FIELDS if item.get(key) not in (None, [], {})}
+    if extras:
+        metadata = fields["metadata"]
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise InvalidMessage(f"message #{index}: metadata must be an object")
+        fields["metadata"] = {**(metadata or {}), "sdk": extras}
+    return fields
+
+
+def build_messages(items: Iterable[Any], *, now: datetime | None = None) -> list[NewMessage]:
+    """Validate OpenAI-format messages (plus optional ``created_at``/``metadata``).
+
+    Errors name the position of the bad item in the batch and its field.
     """
     out: list[NewMessage] = []
     for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            raise InvalidMessage(f"message #{index}: expected an object, got {type(item).__name__}")
-        unknown = set(item) - _MESSAGE_KEYS
-        if unknown:
-            raise InvalidMessage(f"message #{index}: unknown field(s) {sorted(unknown)}")
+        fields = message_fields(item, index)
         try:
-            out.append(
-                build_message(
-                    item.get("role"),
-                    item.get("content"),
-                    name=item.get("name"),
-                    tool_calls=item.get("tool_calls"),
-                    tool_call_id=item.get("tool_call_id"),
-                    created_at=item.get("created_at"),
-                    metadata=item.get("metadata"),
-                    now=now,
-                )
-            )
+            out.append(build_message(fields.pop("role"), fields.pop("content"), now=now, **fields))
         except InvalidMessage as exc:
             raise InvalidMessage(f"message #{index}: {exc}") from None
     return out

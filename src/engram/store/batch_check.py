@@ -34,8 +34,8 @@ def _text(index: int, what: str, value: object, *, optional: bool = False) -> No
 
 def _json(index: int, what: str, value: Any) -> None:
     try:
-        text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidMessage(f"message {index} {what} is not JSON: {exc}") from None
     try:
         text.encode("utf-8")
@@ -43,7 +43,7 @@ def _json(index: int, what: str, value: Any) -> None:
         raise InvalidMessage(
             f"message {index} {what} holds text that is not valid Unicode"
         ) from None
-    if "\\u0000" in text:
+    if "\x00" in text or "\\u0000" in text:
         raise InvalidMessage(f"message {index} {what} contains a NUL character")
 
 

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
+from engram.checks import MAX_CONTENT_BYTES, MAX_MESSAGE_ID
 from engram.errors import InvalidQuery, MessageNotFound, NotFound
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.models import JSON, Message
@@ -126,7 +127,7 @@ def get_messages_by_date(
 def get_extended_context(
     session: ToolSession,
     count: Annotated[int, Range(1, MAX_EXTENDED_CONTEXT)] = 30,
-    before_id: Annotated[int, Range(1, None)] | None = None,
+    before_id: Annotated[int, Range(1, MAX_MESSAGE_ID)] | None = None,
 ) -> JSON:
     """Load more of this conversation than the visible window, oldest first.
 
@@ -151,8 +152,8 @@ def get_extended_context(
 @tool()
 def get_message_by_id(
     session: ToolSession,
-    message_id: Annotated[int, Range(1, None)],
-    offset: Annotated[int, Range(0, None)] = 0,
+    message_id: Annotated[int, Range(1, MAX_MESSAGE_ID)],
+    offset: Annotated[int, Range(0, MAX_CONTENT_BYTES)] = 0,
 ) -> JSON:
     """Get the full text of one message by its id (ids appear in the other tools' results).
 

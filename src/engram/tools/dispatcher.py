@@ -14,6 +14,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from engram.checks import is_clean
 from engram.errors import ConfigError, DateParseError, EngramError, InvalidQuery, NotFound
 from engram.tokens import TokenCounter
 from engram.tools.registry import TOOLS, Tool, ToolSession
@@ -112,6 +113,8 @@ def decode_arguments(arguments: str | Mapping[str, Any] | None) -> dict[str, Any
     if arguments is None:
         return {}
     if isinstance(arguments, Mapping):
+        if not all(isinstance(key, str) for key in arguments):
+            raise ToolError("invalid_arguments", "argument names must be strings")
         return dict(arguments)
     if not isinstance(arguments, str):
         raise ToolError("invalid_arguments", "arguments must be a JSON object")
@@ -192,6 +195,8 @@ def _check(tool: str, param: Param, value: Any) -> Any:
             )
     elif not isinstance(value, str):
         raise ToolError("invalid_arguments", f"{where} must be a string, got {_show(value)}")
+    elif not is_clean(value):
+        raise ToolError("invalid_arguments", f"{where} holds a NUL or a lone surrogate")
     if param.enum is not None and value not in param.enum:
         raise ToolError(
             "invalid_arguments",
@@ -226,6 +231,9 @@ def _check_bounds(where: str, param: Param, value: Any) -> None:
 
 
 def _show(value: Any) -> str:
-    text = json.dumps(value, default=str)
+    try:
+        text = json.dumps(value, default=str)
+    except (TypeError, ValueError, RecursionError):
+        text = type(value).__name__
     kind = "null" if value is None else type(value).__name__
     return f"{kind} {text[:40]}" if value is not None else kind
