@@ -30,103 +30,37 @@ use SQLite or PostgreSQL for large histories.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-import threading
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from engram.errors import ConfigError, CorruptedData, StoreError
 from engram.models import (
     JSON,
-    MemoryRecord,
     Message,
     NewMessage,
     SearchHit,
     SessionInfo,
     StateRecord,
-    UsageRecord,
     frozen_metadata,
 )
 from engram.search_query import terms as extract_terms
 from engram.store import jsondoc
-from engram.store.base import MAX_PAGE
 from engram.store.batch_check import check_batch, json_value
-from engram.store.filenames import encode_id
+from engram.store.jsondir_files import SCOPE_FILE, SESSIONS_DIR, JsonDirFiles, fsync_dir
+from engram.store.jsondir_files import clamp as _clamp
+from engram.store.jsondir_files import now as _now
+from engram.store.jsondir_files import utc as _utc
+from engram.store.jsondir_scope import JsonDirScopeData
 from engram.store.snippets import Stemmer, score_message
-from engram.store.usage_totals import usage_summary
-
-MARKER = ".engram-jsondir.json"
-COUNTERS = ".counters.json"
-LOCK = ".lock"
-SCOPE_FILE = "scope.json"
-SESSIONS_DIR = "sessions"
-MEMORIES_FILE = "memories.json"
-AUDIT_FILE = "audit.json"
-USAGE_FILE = "usage.json"
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _clamp(limit: int) -> int:
-    return max(0, min(int(limit), MAX_PAGE))
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path``: temp file, fsync, rename, fsync the directory."""
-    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-class JsonDirStore:
+class JsonDirStore(JsonDirScopeData, JsonDirFiles):
     """The :class:`~engram.store.base.Store` over a directory of JSON documents."""
-
-    def __init__(self, root: str | os.PathLike[str], *, url: str | None = None) -> None:
-        """Use (and create if needed) the directory ``root``."""
-        self.root = Path(root)
-        self.url = url or f"jsondir://{self.root}"
-        self._thread_lock = threading.RLock()
-        self._held = threading.local()
-        self._cache: dict[Path, tuple[tuple[int, int, int], Any]] = {}
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            marker = self.root / MARKER
-            if not marker.exists():
-                with self._locked():
-                    if not marker.exists():
-                        atomic_write_json(marker, {"format": "engram-jsondir", "version": 1})
-        except OSError as exc:
-            raise StoreError(f"cannot use {self.root} as a jsondir store: {exc}") from exc
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> JsonDirStore:
@@ -141,115 +75,6 @@ class JsonDirStore:
         if not rest:
             raise ConfigError(f"jsondir URL {url!r} names no directory")
         return cls(rest, url=url)
-
-    def close(self) -> None:
-        """Nothing stays open between calls; drops the read cache. Safe to call twice."""
-        self._cache.clear()
-
-    # -- files and locks ------------------------------------------------------------
-
-    @contextmanager
-    def _locked(self) -> Iterator[None]:
-        """Exclusive write lock: a thread lock plus ``flock`` for other processes (re-entrant)."""
-        with self._thread_lock:
-            depth = getattr(self._held, "depth", 0)
-            if depth:
-                self._held.depth = depth + 1
-                try:
-                    yield
-                finally:
-                    self._held.depth -= 1
-                return
-            with open(self.root / LOCK, "a+b") as handle:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-                self._held.depth = 1
-                try:
-                    yield
-                finally:
-                    self._held.depth = 0
-                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-    def _scope_dir(self, scope: str) -> Path:
-        return self.root / encode_id(scope)
-
-    def _session_path(self, scope: str, session: str) -> Path:
-        return self._scope_dir(scope) / SESSIONS_DIR / f"{encode_id(session)}.json"
-
-    def _read_json(self, path: Path) -> Any:
-        """Parsed JSON of ``path`` or None if absent; a corrupt file is set aside and reported."""
-        try:
-            stat = path.stat()
-        except FileNotFoundError:
-            return None
-        signature = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        cached = self._cache.get(path)
-        if cached is not None and cached[0] == signature:
-            return cached[1]
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except FileNotFoundError:
-            return None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            self._set_aside(path, signature)
-            raise CorruptedData(
-                f"{path} is not valid JSON ({exc}); it was moved aside so nothing overwrites it"
-            ) from None
-        except OSError as exc:
-            raise StoreError(f"cannot read {path}: {exc}") from exc
-        self._cache[path] = (signature, data)
-        return data
-
-    def _set_aside(self, path: Path, signature: tuple[int, int, int]) -> Path | None:
-        """Rename a corrupt file to ``*.corrupt-<timestamp>`` (unless a writer replaced it)."""
-        with self._locked():
-            try:
-                stat = path.stat()
-            except FileNotFoundError:
-                return None
-            if (stat.st_ino, stat.st_mtime_ns, stat.st_size) != signature:
-                return None  # rewritten meanwhile: not ours to move
-            stamp = _now().strftime("%Y%m%dT%H%M%S.%fZ")
-            target = path.with_name(f"{path.name}.corrupt-{stamp}")
-            os.replace(path, target)
-            _fsync_dir(path.parent)
-            self._cache.pop(path, None)
-            return target
-
-    def _corrupt(self, path: Path, error: CorruptedData) -> CorruptedData:
-        """Set aside a file that parsed but is not a valid document; return the error to raise."""
-        try:
-            stat = path.stat()
-            self._set_aside(path, (stat.st_ino, stat.st_mtime_ns, stat.st_size))
-        except FileNotFoundError:
-            pass
-        return CorruptedData(f"{error}; {path} was moved aside so nothing overwrites it")
-
-    def _write_json(self, path: Path, data: Any) -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(path, data)
-        except OSError as exc:
-            raise StoreError(f"cannot write {path}: {exc}") from exc
-        self._cache.pop(path, None)
-
-    def _ensure_scope(self, scope: str) -> Path:
-        folder = self._scope_dir(scope)
-        marker = folder / SCOPE_FILE
-        if not marker.exists():
-            self._write_json(marker, {"scope": scope})
-        return folder
-
-    def _next_ids(self, kind: str, count: int) -> list[int]:
-        """Draw ``count`` increasing ids of ``kind`` (caller holds the write lock)."""
-        path = self.root / COUNTERS
-        counters = self._read_json(path) or {}
-        if not isinstance(counters, dict):
-            raise self._corrupt(path, CorruptedData(f"{path} is not an object"))
-        first = int(counters.get(kind, 0)) + 1
-        counters = {**counters, kind: first + count - 1}
-        self._write_json(path, counters)
-        return list(range(first, first + count))
 
     # -- session documents ----------------------------------------------------------
 
@@ -420,7 +245,7 @@ class JsonDirStore:
                 return False
             except OSError as exc:
                 raise StoreError(f"cannot delete {path}: {exc}") from exc
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
             self._cache.pop(path, None)
             return True
 
@@ -597,173 +422,6 @@ class JsonDirStore:
             )
             self._save(info, messages, [s for s in states if s.kind != kind] + [record])
             return record
-
-    # -- memories, audit, usage -------------------------------------------------------
-
-    def _scope_file(self, scope: str, name: str, key: str) -> list[JSON]:
-        path = self._scope_dir(scope) / name
-        data = self._read_json(path)
-        if data is None:
-            return []
-        if not isinstance(data, dict) or not isinstance(data.get(key), list):
-            raise self._corrupt(
-                path, CorruptedData(f"{path}: expected an object with a {key!r} list")
-            )
-        return list(data[key])
-
-    def _write_scope_file(self, scope: str, name: str, key: str, rows: list[JSON]) -> None:
-        self._ensure_scope(scope)
-        self._write_json(self._scope_dir(scope) / name, {"scope": scope, key: rows})
-
-    def _memories_raw(self, scope: str) -> list[JSON]:
-        return self._scope_file(scope, MEMORIES_FILE, "memories")
-
-    def _memory(self, scope: str, row: Mapping[str, Any]) -> MemoryRecord:
-        path = self._scope_dir(scope) / MEMORIES_FILE
-        try:
-            return MemoryRecord(
-                id=int(row["id"]),
-                scope=scope,
-                content=str(row["content"]),
-                created_at=jsondoc.parse_time(row["created_at"], f"{path} created_at"),
-                updated_at=jsondoc.parse_time(row["updated_at"], f"{path} updated_at"),
-                source_session=row.get("source_session"),
-                metadata=dict(row.get("metadata") or {}),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise self._corrupt(path, CorruptedData(f"{path}: bad memory ({exc})")) from None
-
-    def add_memory(
-        self,
-        scope: str,
-        content: str,
-        *,
-        source_session: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-        created_at: datetime | None = None,
-    ) -> MemoryRecord:
-        """Store a new memory for the scope."""
-        stamp = _utc(created_at) if created_at is not None else _now()
-        with self._locked():
-            rows = self._memories_raw(scope)
-            (new_id,) = self._next_ids("memory", 1)
-            row: JSON = {
-                "id": new_id,
-                "content": content,
-                "source_session": source_session,
-                "metadata": json_value(frozen_metadata(metadata), "memory metadata"),
-                "created_at": jsondoc.iso(stamp),
-                "updated_at": jsondoc.iso(stamp),
-            }
-            self._write_scope_file(scope, MEMORIES_FILE, "memories", [*rows, row])
-            return self._memory(scope, row)
-
-    def list_memories(self, scope: str) -> list[MemoryRecord]:
-        """The scope's memories, oldest first (ties by id)."""
-        records = [self._memory(scope, row) for row in self._memories_raw(scope)]
-        return sorted(records, key=lambda r: (r.created_at, r.id))
-
-    def get_memory(self, scope: str, memory_id: int) -> MemoryRecord | None:
-        """One memory, only if it belongs to ``scope``."""
-        return next((m for m in self.list_memories(scope) if m.id == memory_id), None)
-
-    def update_memory(
-        self,
-        scope: str,
-        memory_id: int,
-        *,
-        content: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> MemoryRecord | None:
-        """Change content and/or metadata; bumps ``updated_at``. None if not in scope."""
-        with self._locked():
-            rows = self._memories_raw(scope)
-            for i, row in enumerate(rows):
-                if int(row.get("id", -1)) != memory_id:
-                    continue
-                old = self._memory(scope, row)
-                new = dict(row)
-                if content is not None:
-                    new["content"] = content
-                if metadata is not None:
-                    new["metadata"] = json_value(dict(metadata), "memory metadata")
-                new["updated_at"] = jsondoc.iso(max(_now(), old.updated_at))
-                rows[i] = new
-                self._write_scope_file(scope, MEMORIES_FILE, "memories", rows)
-                return self._memory(scope, new)
-            return None
-
-    def delete_memory(self, scope: str, memory_id: int) -> bool:
-        """Delete one memory of the scope. True if it existed."""
-        with self._locked():
-            rows = self._memories_raw(scope)
-            kept = [row for row in rows if int(row.get("id", -1)) != memory_id]
-            if len(kept) == len(rows):
-                return False
-            self._write_scope_file(scope, MEMORIES_FILE, "memories", kept)
-            return True
-
-    def purge_memories(self, scope: str) -> int:
-        """Delete every memory of the scope (the audit trail stays). Returns how many."""
-        with self._locked():
-            rows = self._memories_raw(scope)
-            if rows:
-                self._write_scope_file(scope, MEMORIES_FILE, "memories", [])
-            return len(rows)
-
-    def add_audit(self, scope: str, event: Mapping[str, Any]) -> None:
-        """Append an event to the scope's audit trail (an ISO ``at`` in the event is kept)."""
-        body = json.loads(json.dumps(dict(event), default=str))
-        body.pop("id", None)
-        at = body.pop("at", None)
-        try:
-            stamp = jsondoc.parse_time(at, "at") if at is not None else _now()
-        except CorruptedData:
-            stamp = _now()
-        with self._locked():
-            rows = self._scope_file(scope, AUDIT_FILE, "events")
-            (new_id,) = self._next_ids("audit", 1)
-            rows.append({"id": new_id, "at": jsondoc.iso(stamp), "event": body})
-            self._write_scope_file(scope, AUDIT_FILE, "events", rows)
-
-    def list_audit(self, scope: str, *, limit: int = 100) -> list[JSON]:
-        """The scope's audit events, newest first; each has ``id`` and ``at`` added."""
-        rows = self._scope_file(scope, AUDIT_FILE, "events")
-        rows.sort(key=lambda r: int(r.get("id", 0)), reverse=True)
-        return [
-            {**dict(r.get("event") or {}), "id": int(r["id"]), "at": r["at"]}
-            for r in rows[: _clamp(limit)]
-        ]
-
-    def record_usage(self, scope: str, session: str | None, usage: UsageRecord) -> None:
-        """Record one LLM call made on behalf of the scope (and session, if any)."""
-        row: JSON = {
-            "session": session,
-            "model": usage.model,
-            "purpose": usage.purpose,
-            "input_tokens": int(usage.input_tokens),
-            "output_tokens": int(usage.output_tokens),
-            "cost_usd": usage.cost_usd,
-            "created_at": jsondoc.iso(usage.created_at),
-        }
-        with self._locked():
-            rows = self._scope_file(scope, USAGE_FILE, "calls")
-            self._write_scope_file(scope, USAGE_FILE, "calls", [*rows, row])
-
-    def usage_totals(self, scope: str, session: str | None = None) -> JSON:
-        """Sums: ``calls``, ``input_tokens``, ``output_tokens``, ``cost_usd``, by purpose too."""
-        groups: dict[str, list[int | float]] = {}
-        for row in self._scope_file(scope, USAGE_FILE, "calls"):
-            if session is not None and row.get("session") != session:
-                continue
-            group = groups.setdefault(str(row.get("purpose")), [0, 0, 0, 0.0])
-            group[0] += 1
-            group[1] += int(row.get("input_tokens") or 0)
-            group[2] += int(row.get("output_tokens") or 0)
-            group[3] += float(row.get("cost_usd") or 0.0)
-        return usage_summary(
-            (p, int(g[0]), int(g[1]), int(g[2]), float(g[3])) for p, g in sorted(groups.items())
-        )
 
     def __repr__(self) -> str:
         return f"JsonDirStore({str(self.root)!r})"

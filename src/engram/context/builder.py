@@ -1,0 +1,283 @@
+"""build_context: the prompt for the next model call, in three phases.
+
+1. The *current turn* (the newest user message and everything after it) is
+   always in. If it does not fit whole, its texts are cut to head-and-tail
+   views; to make room, sections are dropped (last first), then the system
+   prompt is truncated.
+2. Older units fill the window while they fit the budget and the policy window.
+3. The prompt is assembled: system, sections, window (oldest first), turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engram.context.costing import Costing
+from engram.context.results import (
+    ORPHAN_TOOL_RESULT,
+    OVER_BUDGET,
+    SECTION_DROPPED,
+    TURN_OVER_BUDGET,
+    Context,
+    HistoryReader,
+    Omission,
+    Section,
+)
+from engram.context.truncation import (
+    Shown,
+    fit_degraded_turn,
+    min_cost,
+    squeeze,
+    truncate_system,
+)
+from engram.context.window import FIRST_CHUNK, Cursor, Window, current_turn, fill_window
+from engram.errors import ConfigError
+from engram.models import JSON
+from engram.policy import Policy, get_policy
+from engram.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TokenCounter
+
+#: ``budget - reserve`` below this cannot hold a prompt at all.
+MIN_BUDGET = 16
+
+
+def _check_budget(budget: int, reserve: int) -> None:
+    for name, value in (("budget", budget), ("reserve", reserve)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+    if budget - reserve < MIN_BUDGET:
+        raise ConfigError(
+            f"budget - reserve is {budget - reserve} tokens ({budget} - {reserve}); "
+            f"a prompt needs at least {MIN_BUDGET}"
+        )
+
+
+def _first_chunk(policy: Policy, avail: int) -> int:
+    size = FIRST_CHUNK
+    if policy.max_messages is not None:
+        size = min(size, policy.max_messages + 1)
+    # Every message costs at least 4 tokens: never ask for more rows than could fit.
+    return max(1, min(size, avail // (TOKENS_PER_MESSAGE + 1) + 1))
+
+
+@dataclass(slots=True)
+class _Fixed:
+    """The system prompt and the sections, as they will be shown."""
+
+    system_text: str | None
+    system_cost: int
+    blocks: list[tuple[Section, str]]
+    block_costs: list[int]
+
+    @property
+    def cost(self) -> int:
+        return self.system_cost + sum(self.block_costs)
+
+
+@dataclass(slots=True)
+class _Report:
+    """What the context says about itself: notes, omissions, degraded mode."""
+
+    notes: list[str] = field(default_factory=list)
+    omitted: list[Omission] = field(default_factory=list)
+    degraded: str | None = None
+
+
+def build_context(
+    read: HistoryReader,
+    *,
+    budget: int,
+    reserve: int = 0,
+    system: str | None = None,
+    counter: TokenCounter | None = None,
+    policy: Policy | str | Mapping[str, Any] | None = None,
+    sections: Sequence[Section] = (),
+    floor_id: int | None = None,
+    views: Mapping[int, str] | None = None,
+) -> Context:
+    """Build the prompt for the next model call of one session.
+
+    Args:
+        read: The session's history reader (``Store.tail`` bound to it).
+        budget: Most tokens the prompt may take, reserve included.
+        reserve: Tokens kept free for the answer: ``ctx.tokens <= budget - reserve``.
+        system: The system prompt, first in the prompt (truncated only as a last resort).
+        counter: The target model's counter; None means exact ``o200k_base``.
+        policy: A :class:`Policy`, preset name or policy dict; None is ``default``.
+        sections: Fixed blocks shown after the system prompt, in order;
+            dropped last first when the current turn needs the room.
+        floor_id: Messages with ``id <= floor_id`` are not candidates (they
+            are folded into a summary).
+        views: Text to show instead of the stored content, by message id
+            (e.g. short views of long answers made by compaction).
+
+    Returns:
+        The context; ``tokens <= budget - reserve`` always holds.
+
+    Raises:
+        ConfigError: budget or reserve are not usable, or ``budget - reserve``
+            cannot hold even the newest user message's role and name.
+
+    """
+    pol = get_policy(policy)
+    _check_budget(budget, reserve)
+    costing = Costing(counter, views)
+    avail = budget - reserve - REPLY_PRIMING
+    report = _Report()
+    system_text = system or None
+    blocks = [(s, s.render()) for s in sections if s.text.strip()]
+    fixed = _Fixed(
+        system_text,
+        costing.system(system_text) if system_text else 0,
+        blocks,
+        [costing.system(text) for _, text in blocks],
+    )
+    cursor = Cursor(read, floor_id, _first_chunk(pol, avail))
+
+    # 1. The current turn: the newest user message and every unit after it.
+    user, after_user, spill = current_turn(cursor, costing)
+    if spill:
+        report.notes.append("no user message among the recent messages; window filled newest first")
+    turn_units = ([user] if user else []) + after_user
+    turn = [Shown(m, costing.content(m), costing.cost(m)) for u in turn_units for m in u.messages]
+    if sum(s.cost for s in turn) + fixed.cost > avail:
+        turn = _fit_turn(costing, turn, avail, fixed, report)
+
+    # 2. Older units, newest first, while they fit the budget and the policy window.
+    turn_cost = sum(s.cost for s in turn)
+    window = Window(
+        remaining=avail - fixed.cost - turn_cost,
+        count=len(turn),
+        tokens=turn_cost,
+        exchanges=1 if user else 0,
+        orphan_ids=[m.id for u in turn_units for m in u.orphans],
+    )
+    fill_window(cursor, costing, spill, window, pol)
+    _report_window(window, turn, report)
+
+    # 3. Assemble: system, sections, window (oldest first), current turn.
+    return _assemble(costing, pol, fixed, window, turn, report, budget=budget, reserve=reserve)
+
+
+def _fit_turn(
+    costing: Costing, turn: list[Shown], avail: int, fixed: _Fixed, report: _Report
+) -> list[Shown]:
+    """Make the current turn fit: drop messages, sections, the system prompt, cut texts."""
+    turn_min = min_cost(costing, turn)
+    if turn_min > avail:
+        turn, turn_min, dropped_ids = fit_degraded_turn(costing, turn, avail)
+        if dropped_ids:
+            report.degraded = TURN_OVER_BUDGET
+            report.omitted.append(Omission(TURN_OVER_BUDGET, message_ids=dropped_ids))
+            report.notes.append(
+                f"the current turn cannot fit even cut down: {len(dropped_ids)} "
+                "message(s) after the newest user message were left out"
+            )
+    fixed_cost = fixed.cost
+    while fixed.blocks and fixed_cost + turn_min > avail:
+        section, _ = fixed.blocks.pop()
+        fixed_cost -= fixed.block_costs.pop()
+        report.omitted.append(Omission(SECTION_DROPPED, detail=section.title))
+        report.notes.append(f"section {section.title!r} dropped: not enough room")
+    if fixed.system_text and fixed_cost + turn_min > avail:
+        # Sections are all gone by now: the system prompt is the last resort.
+        fixed.system_text, fixed.system_cost = truncate_system(
+            costing, fixed.system_text, avail - turn_min
+        )
+        fixed_cost = fixed.system_cost
+        report.degraded = report.degraded or "system prompt truncated"
+        report.notes.append(
+            "system prompt truncated: not enough room"
+            if fixed.system_text
+            else "system prompt dropped: not enough room"
+        )
+    squeeze(costing, turn, avail - fixed_cost)
+    if any(s.truncated for s in turn):
+        report.notes.append("the current turn is shown truncated; stored messages are whole")
+    return turn
+
+
+def _report_window(window: Window, turn: list[Shown], report: _Report) -> None:
+    """Say where the window ended and which tool results were orphans."""
+    if window.reason is not None:
+        # before_id None: nothing is in the window, every candidate was left out.
+        older = window.older
+        oldest = older[-1].id if older else (turn[0].message.id if turn else None)
+        report.omitted.append(Omission(window.reason, before_id=oldest))
+        if window.reason == OVER_BUDGET and oldest is None:
+            report.notes.append("the newest message does not fit the budget")
+    if window.orphan_ids:
+        ids = window.orphan_ids
+        report.omitted.append(Omission(ORPHAN_TOOL_RESULT, message_ids=tuple(sorted(ids))))
+        report.notes.append(f"{len(ids)} tool result(s) without their tool call left out")
+
+
+def _assemble(
+    costing: Costing,
+    pol: Policy,
+    fixed: _Fixed,
+    window: Window,
+    turn: list[Shown],
+    report: _Report,
+    *,
+    budget: int,
+    reserve: int,
+) -> Context:
+    """Lay out the prompt: system, sections, window (oldest first), current turn."""
+    messages: list[JSON] = []
+    if fixed.system_text:
+        messages.append({"role": "system", "content": fixed.system_text})
+    for _, text in fixed.blocks:
+        messages.append({"role": "system", "content": text})
+    older = window.older
+    older.reverse()
+    message_ids = [m.id for m in older]
+    truncated_ids: list[int] = []
+    viewed_ids: list[int] = []
+    views = costing.views
+    if views:
+        for m in older:
+            out = m.to_openai()
+            if m.id in views:
+                out["content"] = views[m.id]
+                viewed_ids.append(m.id)
+            messages.append(out)
+    else:
+        # Message.to_openai inlined for plain messages: this runs once per message.
+        messages += [
+            m.to_openai()
+            if m.name or m.tool_calls or m.tool_call_id
+            else {"role": m.role, "content": m.content}
+            for m in older
+        ]
+    has_tools = window.has_tools
+    for shown in turn:
+        m = shown.message
+        out = m.to_openai()
+        if shown.content is not m.content:
+            out["content"] = shown.content
+        messages.append(out)
+        message_ids.append(m.id)
+        if shown.truncated:
+            truncated_ids.append(m.id)
+        elif views and m.id in views:
+            viewed_ids.append(m.id)
+        if m.tool_calls or m.tool_call_id:
+            has_tools = True
+    return Context(
+        messages=messages,
+        tokens=REPLY_PRIMING + fixed.cost + window.tokens,
+        budget=budget,
+        reserve=reserve,
+        message_ids=message_ids,
+        omitted=report.omitted,
+        truncated_ids=truncated_ids,
+        counter=costing.counter.name,
+        exact=bool(costing.counter.exact) and not has_tools,
+        policy=pol.name,
+        notes=report.notes,
+        sections=[section.title for section, _ in fixed.blocks],
+        viewed_ids=viewed_ids,
+        degraded=report.degraded,
+    )

@@ -1,0 +1,121 @@
+"""What the context builder returns: the prompt, its sections and what was left out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from engram.models import JSON, Message
+
+#: Reads one session: the newest ``limit`` messages with ``id < before_id``
+#: (all when None), oldest first. ``Store.tail`` bound to a session is one.
+HistoryReader = Callable[[int, "int | None"], list[Message]]
+
+# Omission reasons.
+OLDER_THAN_WINDOW = "older than window"
+OVER_BUDGET = "over budget"
+ORPHAN_TOOL_RESULT = "orphan tool result"
+SECTION_DROPPED = "section dropped"
+TURN_OVER_BUDGET = "turn over budget"
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A fixed block shown as a system message after the system prompt.
+
+    Rendered as the title in brackets, a newline, then the text; blank text is skipped.
+    """
+
+    title: str
+    text: str
+
+    def render(self) -> str:
+        """Return the content of the system message that carries this section."""
+        return f"[{self.title}]\n{self.text}"
+
+
+@dataclass(frozen=True, slots=True)
+class Omission:
+    """Something left out of the prompt, and why.
+
+    Attributes:
+        reason: One of "older than window", "over budget", "orphan tool result",
+            "section dropped", "turn over budget".
+        message_ids: Stored messages left out, when they are known one by one.
+        before_id: For window ends: every candidate message with a smaller id
+            (and above the floor) was left out; their number is not counted.
+        detail: Human-readable detail (e.g. the section title).
+
+    """
+
+    reason: str
+    message_ids: tuple[int, ...] = ()
+    before_id: int | None = None
+    detail: str = ""
+
+    def to_dict(self) -> JSON:
+        """Plain JSON-ready data."""
+        out = asdict(self)
+        out["message_ids"] = list(self.message_ids)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """A prompt that fits, and the account of how it was built.
+
+    Attributes:
+        messages: OpenAI chat-completions messages, ready to send.
+        tokens: Exact size of ``messages`` with ``counter``, reply priming included.
+        budget: The budget asked for.
+        reserve: Tokens kept free for the answer; ``tokens <= budget - reserve``.
+        message_ids: Ids of the stored messages in the prompt, in order.
+        omitted: What was left out, and why.
+        truncated_ids: Stored messages shown as truncated views.
+        counter: Name of the token counter.
+        exact: True when ``tokens`` is exact for the target model (no
+            approximate counter, no tool calls, whose counts are estimates).
+        policy: Name of the policy used.
+        notes: Human-readable remarks: degraded modes, pending compaction...
+        sections: Titles of the sections in the prompt, in order.
+        viewed_ids: Stored messages shown through a caller-given view.
+        pending_compaction: Compaction is due but has not run yet.
+        degraded: Why the prompt is not the normal one, or None.
+
+    """
+
+    messages: list[JSON]
+    tokens: int
+    budget: int
+    reserve: int
+    message_ids: list[int]
+    omitted: list[Omission]
+    truncated_ids: list[int]
+    counter: str
+    exact: bool
+    policy: str
+    notes: list[str] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)
+    viewed_ids: list[int] = field(default_factory=list)
+    pending_compaction: bool = False
+    degraded: str | None = None
+
+    def to_dict(self) -> JSON:
+        """Everything as plain JSON-ready data."""
+        return {
+            "messages": self.messages,
+            "tokens": self.tokens,
+            "budget": self.budget,
+            "reserve": self.reserve,
+            "message_ids": list(self.message_ids),
+            "omitted": [o.to_dict() for o in self.omitted],
+            "truncated_ids": list(self.truncated_ids),
+            "counter": self.counter,
+            "exact": self.exact,
+            "policy": self.policy,
+            "notes": list(self.notes),
+            "sections": list(self.sections),
+            "viewed_ids": list(self.viewed_ids),
+            "pending_compaction": self.pending_compaction,
+            "degraded": self.degraded,
+        }

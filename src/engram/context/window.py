@@ -1,0 +1,295 @@
+"""The recent window: reading a session newest first, in units that fit.
+
+A unit is one message, or an assistant message with ``tool_calls`` together
+with the tool results answering it, so a tool call and its results are never
+split. The window is a contiguous suffix: the first unit that does not fit
+ends it. Tool messages whose assistant call is not in the window are orphans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from engram.context.costing import Costing
+from engram.context.results import OLDER_THAN_WINDOW, OVER_BUDGET, HistoryReader
+from engram.errors import StoreError
+from engram.models import Message
+from engram.policy import Policy
+
+#: Rows asked of the reader first (about a 3K-token window of ordinary messages);
+#: later reads are sized from the average message seen so far, or double.
+#: Small on purpose: a row read and not used costs about as much as a sixth of a
+#: read call, so reading a few rows too few is cheaper than many too many.
+FIRST_CHUNK = 16
+MAX_CHUNK = 512
+MIN_CHUNK = 2
+#: Messages scanned back looking for the newest user message before giving up.
+MAX_TURN_SCAN = 2000
+
+_UNLIMITED = 1 << 62  # a policy limit that is not set
+
+
+class Cursor:
+    """Walks a session newest first, reading in chunks.
+
+    Chunks double (from ``first``) unless ``estimate`` says how many more rows
+    the window can still take, so reads follow the window, not the history.
+    """
+
+    __slots__ = ("_before", "_done", "_floor", "_read", "_size", "buf", "estimate", "rows_read")
+
+    def __init__(self, read: HistoryReader, floor_id: int | None, first: int):
+        self._read = read
+        self._floor = floor_id
+        self._before: int | None = None
+        self.buf: list[Message] = []
+        self._done = False
+        self._size = max(1, first)
+        self.rows_read = 0
+        self.estimate: Callable[[], int | None] | None = None
+
+    def next(self) -> Message | None:
+        """Return the next older message, reading a chunk when the buffer is empty."""
+        if not self.buf:
+            if self._done:
+                return None
+            self._fill()
+            if not self.buf:
+                return None
+        return self.buf.pop()
+
+    def _fill(self) -> None:
+        size = self._size
+        if self.estimate is not None and (wanted := self.estimate()) is not None:
+            size = max(MIN_CHUNK, min(wanted, MAX_CHUNK))
+        rows = self._read(size, self._before)
+        self.rows_read += len(rows)
+        if len(rows) < size:
+            self._done = True
+        if rows:
+            if self._before is not None and rows[-1].id >= self._before:
+                # A reader that ignores before_id would make this loop forever.
+                raise StoreError(
+                    f"history reader returned id {rows[-1].id}, not older than {self._before}"
+                )
+            self._before = rows[0].id
+            if self._floor is not None and rows[0].id <= self._floor:
+                rows = [m for m in rows if m.id > self._floor]
+                self._done = True
+        self.buf = rows
+        self._size = min(size * 2, MAX_CHUNK)
+
+
+class Unit:
+    """One atomic piece of the window: a message, or a tool call with its results."""
+
+    __slots__ = ("cost", "is_user", "messages", "orphans")
+
+    def __init__(self, messages: list[Message], orphans: list[Message], cost: int, is_user: bool):
+        self.messages = messages  # oldest first
+        self.orphans = orphans  # tool results just after it with no parent, oldest first
+        self.cost = cost
+        self.is_user = is_user
+
+
+_NO_ORPHANS: list[Message] = []  # shared and never mutated: the common case allocates nothing
+
+
+def next_unit(cursor: Cursor, costing: Costing) -> Unit | None:
+    """Read the next older unit; None at the start of the candidate history."""
+    buf = cursor.buf
+    if buf and buf[-1].role != "tool":
+        # Hot path: a plain message straight from the buffer.
+        top = buf.pop()
+        cost = top.tokens if costing.plain else costing.cost(top)
+        return Unit([top], _NO_ORPHANS, cost, top.role == "user")
+    pending: list[Message] = []  # tool messages, newest first
+    while True:
+        m = cursor.next()
+        if m is None:
+            if pending:  # their call is before the floor or missing: orphans
+                return Unit([], pending[::-1], 0, False)
+            return None
+        if m.role == "tool":
+            pending.append(m)
+            continue
+        if not pending:
+            return Unit([m], _NO_ORPHANS, costing.cost(m), m.role == "user")
+        members = [m]
+        orphans: list[Message] = []
+        if m.role == "assistant" and m.tool_calls:
+            ids = {call.get("id") for call in m.tool_calls if isinstance(call, Mapping)}
+            for tool in reversed(pending):
+                if tool.tool_call_id is not None and tool.tool_call_id in ids:
+                    members.append(tool)
+                else:
+                    orphans.append(tool)
+        else:
+            orphans = pending[::-1]
+        return Unit(members, orphans, sum(costing.cost(x) for x in members), m.role == "user")
+
+
+def current_turn(cursor: Cursor, costing: Costing) -> tuple[Unit | None, list[Unit], list[Unit]]:
+    """Read back to the newest user message.
+
+    Returns:
+        The user unit (None when none is within reach), the units after it
+        (oldest first), and the units scanned that are ordinary history
+        because no user message was found (newest first).
+
+    """
+    after_user: list[Unit] = []  # newest first
+    user: Unit | None = None
+    scanned = 0
+    while (unit := next_unit(cursor, costing)) is not None:
+        if unit.is_user:
+            user = unit
+            break
+        after_user.append(unit)
+        scanned += len(unit.messages) + len(unit.orphans)
+        if scanned > MAX_TURN_SCAN:
+            break
+    if user is None:
+        # No user message within reach: everything scanned is ordinary history.
+        return None, [], after_user
+    return user, after_user[::-1], []
+
+
+@dataclass(slots=True)
+class Window:
+    """The window as it grows, newest first, and why it ended."""
+
+    remaining: int  # budget still free
+    count: int  # messages in the window (current turn included)
+    tokens: int  # their cost (current turn included)
+    exchanges: int  # user messages in the window
+    orphan_ids: list[int]
+    older: list[Message] = field(default_factory=list)  # before the current turn, newest first
+    has_tools: bool = False
+    reason: str | None = None  # OLDER_THAN_WINDOW or OVER_BUDGET when something was left out
+
+
+@dataclass(frozen=True, slots=True)
+class _Limits:
+    max_messages: int
+    max_tokens: int
+    max_exchanges: int
+
+
+def fill_window(
+    cursor: Cursor, costing: Costing, spill: list[Unit], window: Window, pol: Policy
+) -> None:
+    """Add older units, newest first, while they fit the budget and the policy window.
+
+    ``spill`` (newest first) is read before the cursor. This loop runs once per
+    message of the window: plain messages take a fast path with no calls; tool
+    groups and views go through :func:`next_unit`.
+    """
+    limits = _Limits(
+        pol.max_messages or _UNLIMITED,
+        pol.max_window_tokens or _UNLIMITED,
+        pol.max_exchanges or _UNLIMITED,
+    )
+
+    def estimate() -> int | None:
+        # Rows the window may still take, from the average size seen so far, plus a
+        # few: one more small read when it falls short costs less than reading a
+        # wide margin of rows that are then thrown away.
+        if not window.count:
+            return None
+        room = min(window.remaining, limits.max_tokens - window.tokens)
+        rows = int(room * window.count / max(window.tokens, 1) * 1.03) + 4
+        return min(rows, limits.max_messages - window.count + 1)
+
+    cursor.estimate = estimate
+    spill.reverse()  # pop() now gives the newest first
+    plain = costing.plain
+    while True:
+        if plain and not spill and cursor.buf:
+            _take_plain(cursor.buf, window, limits)
+            if window.reason is not None:
+                return
+            # Here the buffer is used up or starts with a tool group: next_unit.
+        unit = spill.pop() if spill else next_unit(cursor, costing)
+        if unit is None or not _take_unit(unit, window, limits):
+            return
+
+
+def _take_plain(buf: list[Message], window: Window, limits: _Limits) -> None:
+    """Take plain messages straight from the buffer, newest first, with no calls.
+
+    The taken ones are cut off the buffer once, at the end of the run.
+    """
+    remaining, count, tokens, exchanges = (
+        window.remaining,
+        window.count,
+        window.tokens,
+        window.exchanges,
+    )
+    max_messages, max_tokens, max_exchanges = (
+        limits.max_messages,
+        limits.max_tokens,
+        limits.max_exchanges,
+    )
+    older = window.older
+    has_tools = window.has_tools
+    end = len(buf)
+    i = end
+    while i:
+        m = buf[i - 1]
+        if m.role == "tool":
+            break
+        cost = m.tokens
+        if count >= max_messages or tokens + cost > max_tokens or exchanges >= max_exchanges:
+            window.reason = OLDER_THAN_WINDOW
+            break
+        if cost > remaining:
+            window.reason = OVER_BUDGET
+            break
+        i -= 1
+        older.append(m)
+        remaining -= cost
+        tokens += cost
+        count += 1
+        if m.role == "user":
+            exchanges += 1
+        elif m.tool_calls:
+            has_tools = True
+    if i != end:
+        del buf[i:]
+    window.remaining, window.count, window.tokens, window.exchanges = (
+        remaining,
+        count,
+        tokens,
+        exchanges,
+    )
+    window.has_tools = has_tools
+
+
+def _take_unit(unit: Unit, window: Window, limits: _Limits) -> bool:
+    """Add ``unit`` to the window; False (and ``window.reason`` set) when it does not fit."""
+    members, cost = unit.messages, unit.cost
+    if not members:  # orphans at the very start of the candidates
+        window.orphan_ids.extend(m.id for m in unit.orphans)
+        return True
+    if (
+        window.count + len(members) > limits.max_messages
+        or window.tokens + cost > limits.max_tokens
+        or window.exchanges >= limits.max_exchanges
+    ):
+        window.reason = OLDER_THAN_WINDOW
+        return False
+    if cost > window.remaining:
+        window.reason = OVER_BUDGET
+        return False
+    window.older.extend(reversed(members))
+    if unit.orphans:
+        window.orphan_ids.extend(m.id for m in unit.orphans)
+    window.remaining -= cost
+    window.tokens += cost
+    window.count += len(members)
+    if unit.is_user:
+        window.exchanges += 1
+    window.has_tools = window.has_tools or any(m.tool_calls or m.tool_call_id for m in members)
+    return True

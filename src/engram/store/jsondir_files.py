@@ -1,0 +1,205 @@
+"""Files of the jsondir backend: atomic JSON writes, the store-wide lock, id counters.
+
+Every file is written atomically: a temporary file in the same directory,
+fsync, rename over the old one, fsync of the directory. All writes, from any
+thread or process, hold an exclusive ``flock`` on ``.lock``; that is what makes
+ids drawn from ``.counters.json`` unique and increasing across the store. A
+file that does not parse is never overwritten: it is set aside as
+``<name>.corrupt-<UTC timestamp>``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from engram.errors import CorruptedData, StoreError
+from engram.store.base import MAX_PAGE
+from engram.store.filenames import encode_id
+
+MARKER = ".engram-jsondir.json"
+COUNTERS = ".counters.json"
+LOCK = ".lock"
+SCOPE_FILE = "scope.json"
+SESSIONS_DIR = "sessions"
+MEMORIES_FILE = "memories.json"
+AUDIT_FILE = "audit.json"
+USAGE_FILE = "usage.json"
+
+
+def now() -> datetime:
+    """The current time in UTC."""
+    return datetime.now(UTC)
+
+
+def utc(value: datetime) -> datetime:
+    """``value`` in UTC (a naive time is taken as UTC)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def clamp(limit: int) -> int:
+    """A page size between 0 and MAX_PAGE."""
+    return max(0, min(int(limit), MAX_PAGE))
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or unlink in ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path``: temp file, fsync, rename, fsync the directory."""
+    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+class JsonDirFiles:
+    """The files and locks under a jsondir root; the base of :class:`JsonDirStore`."""
+
+    def __init__(self, root: str | os.PathLike[str], *, url: str | None = None) -> None:
+        """Use (and create if needed) the directory ``root``."""
+        self.root = Path(root)
+        self.url = url or f"jsondir://{self.root}"
+        self._thread_lock = threading.RLock()
+        self._held = threading.local()
+        self._cache: dict[Path, tuple[tuple[int, int, int], Any]] = {}
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            marker = self.root / MARKER
+            if not marker.exists():
+                with self._locked():
+                    if not marker.exists():
+                        atomic_write_json(marker, {"format": "engram-jsondir", "version": 1})
+        except OSError as exc:
+            raise StoreError(f"cannot use {self.root} as a jsondir store: {exc}") from exc
+
+    def close(self) -> None:
+        """Nothing stays open between calls; drops the read cache. Safe to call twice."""
+        self._cache.clear()
+
+    # -- files and locks ------------------------------------------------------------
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Exclusive write lock: a thread lock plus ``flock`` for other processes (re-entrant)."""
+        with self._thread_lock:
+            depth = getattr(self._held, "depth", 0)
+            if depth:
+                self._held.depth = depth + 1
+                try:
+                    yield
+                finally:
+                    self._held.depth -= 1
+                return
+            with open(self.root / LOCK, "a+b") as handle:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+                self._held.depth = 1
+                try:
+                    yield
+                finally:
+                    self._held.depth = 0
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    def _scope_dir(self, scope: str) -> Path:
+        return self.root / encode_id(scope)
+
+    def _session_path(self, scope: str, session: str) -> Path:
+        return self._scope_dir(scope) / SESSIONS_DIR / f"{encode_id(session)}.json"
+
+    def _read_json(self, path: Path) -> Any:
+        """Parsed JSON of ``path`` or None if absent; a corrupt file is set aside and reported."""
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            return None
+        signature = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+        cached = self._cache.get(path)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except FileNotFoundError:
+            return None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            self._set_aside(path, signature)
+            raise CorruptedData(
+                f"{path} is not valid JSON ({exc}); it was moved aside so nothing overwrites it"
+            ) from None
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc}") from exc
+        self._cache[path] = (signature, data)
+        return data
+
+    def _set_aside(self, path: Path, signature: tuple[int, int, int]) -> Path | None:
+        """Rename a corrupt file to ``*.corrupt-<timestamp>`` (unless a writer replaced it)."""
+        with self._locked():
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                return None
+            if (stat.st_ino, stat.st_mtime_ns, stat.st_size) != signature:
+                return None  # rewritten meanwhile: not ours to move
+            stamp = now().strftime("%Y%m%dT%H%M%S.%fZ")
+            target = path.with_name(f"{path.name}.corrupt-{stamp}")
+            os.replace(path, target)
+            fsync_dir(path.parent)
+            self._cache.pop(path, None)
+            return target
+
+    def _corrupt(self, path: Path, error: CorruptedData) -> CorruptedData:
+        """Set aside a file that parsed but is not a valid document; return the error to raise."""
+        try:
+            stat = path.stat()
+            self._set_aside(path, (stat.st_ino, stat.st_mtime_ns, stat.st_size))
+        except FileNotFoundError:
+            pass
+        return CorruptedData(f"{error}; {path} was moved aside so nothing overwrites it")
+
+    def _write_json(self, path: Path, data: Any) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(path, data)
+        except OSError as exc:
+            raise StoreError(f"cannot write {path}: {exc}") from exc
+        self._cache.pop(path, None)
+
+    def _ensure_scope(self, scope: str) -> Path:
+        folder = self._scope_dir(scope)
+        marker = folder / SCOPE_FILE
+        if not marker.exists():
+            self._write_json(marker, {"scope": scope})
+        return folder
+
+    def _next_ids(self, kind: str, count: int) -> list[int]:
+        """Draw ``count`` increasing ids of ``kind`` (caller holds the write lock)."""
+        path = self.root / COUNTERS
+        counters = self._read_json(path) or {}
+        if not isinstance(counters, dict):
+            raise self._corrupt(path, CorruptedData(f"{path} is not an object"))
+        first = int(counters.get(kind, 0)) + 1
+        counters = {**counters, kind: first + count - 1}
+        self._write_json(path, counters)
+        return list(range(first, first + count))
