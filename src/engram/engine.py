@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any, Final
 
+from engram import scopes as scope_ops
+from engram.apikeys import ApiKeys
 from engram.background import QueueScheduler
-from engram.checks import MAX_CONTENT_BYTES, roles_filter, text_field
+from engram.checks import MAX_CONTENT_BYTES, optional_timestamp, roles_filter, text_field
 from engram.compaction.cycle import CompactionResult
 from engram.compaction.summarizer import Summarizer
 from engram.config import Config
@@ -29,6 +32,7 @@ from engram.errors import (
     InvalidMessage,
     InvalidQuery,
     SessionNotFound,
+    StoreError,
 )
 from engram.llm.client import LLMClient
 from engram.memories import Memories, MemoryBudget, MemoryMetrics
@@ -36,8 +40,10 @@ from engram.models import JSON, ROLES, Message, NewMessage, SearchHit, SessionIn
 from engram.policy import DEFAULT_BUDGET, Policy, get_policy
 from engram.prompt import PREREAD_ROWS
 from engram.runtime import MemoriesProvider, Runtime
+from engram.scopes import ScopeSummary
 from engram.session import TOOL_CALL_LOOKBACK, Session
 from engram.store import MAX_PAGE, Store, open_store
+from engram.store.api_keys import has_api_keys
 from engram.transfer import (
     PreparedDocument,
     check_target,
@@ -230,14 +236,21 @@ class Engram:
         *,
         limit: int = 10,
         roles: Sequence[str] | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
     ) -> list[SearchHit]:
-        """Ranked full-text search over every session of a scope."""
+        """Ranked full-text search over every session of a scope (``start <= created_at < end``)."""
         check_id("scope", scope)
         query = text_field("query", query, max_bytes=MAX_CONTENT_BYTES, error=InvalidQuery)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidQuery(f"limit must be a positive integer, got {limit!r}")
         return self.store.search(
-            scope, query, roles=roles_filter(roles, ROLES), limit=min(limit, MAX_PAGE)
+            scope,
+            query,
+            roles=roles_filter(roles, ROLES),
+            start=optional_timestamp("start", start),
+            end=optional_timestamp("end", end),
+            limit=min(limit, MAX_PAGE),
         )
 
     def export_session(self, session_id: str, scope: str = "default") -> JSON:
@@ -269,6 +282,71 @@ class Engram:
         for item in prepared:
             write_document(self.store, item)
         return prepared
+
+    def scope_summaries(self, only: Sequence[str] | None = None) -> list[ScopeSummary]:
+        """Every scope (or those of ``only`` that exist) with its totals, sorted by name."""
+        names = self.store.list_scopes()
+        if only is not None:
+            wanted = set(only)
+            names = [name for name in names if name in wanted]
+        return [scope_ops.summarize(self.store, name) for name in names]
+
+    def scope_summary(self, scope: str) -> ScopeSummary:
+        """One scope with its totals (zeros for a scope with nothing stored)."""
+        check_id("scope", scope)
+        return scope_ops.summarize(self.store, scope)
+
+    def session_page(
+        self,
+        scope: str,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        order: scope_ops.SessionOrder = "recent",
+    ) -> tuple[list[SessionInfo], int]:
+        """A page of a scope's sessions (by last activity) and the scope's session count."""
+        check_id("scope", scope)
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_PAGE:
+            raise InvalidQuery(f"limit must be an integer from 1 to {MAX_PAGE}, got {limit!r}")
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidQuery(f"offset must be a non-negative integer, got {offset!r}")
+        return scope_ops.session_page(self.store, scope, limit=limit, offset=offset, order=order)
+
+    def purge_scope(self, scope: str) -> JSON:
+        """Delete a whole scope: every session and every memory (admin; the audit stays)."""
+        check_id("scope", scope)
+        sessions = scope_ops.delete_sessions(self.store, scope)
+        memories = self.memories(scope).purge()
+        return {"sessions": sessions, "memories": memories}
+
+    def usage_totals(self, only: Sequence[str] | None = None) -> JSON:
+        """Model calls Engram made, with tokens and cost, summed over scopes (or ``only``)."""
+        return scope_ops.usage(self.store, list(only) if only is not None else self.scopes())
+
+    def job_counts(self) -> dict[str, int] | None:
+        """Jobs of the shared queue by status (PostgreSQL), or None without one."""
+        jobs = self.jobs
+        return jobs.queue.counts() if jobs is not None else None
+
+    def api_keys(self) -> ApiKeys:
+        """The server's API keys, kept in this store.
+
+        Raises:
+            ConfigError: the backend cannot keep API keys.
+
+        """
+        if not has_api_keys(self.store):
+            raise ConfigError(f"the store {self.url} cannot keep API keys")
+        return ApiKeys(self.store)
+
+    def ping(self) -> bool:
+        """One cheap read of the store: True when it answers (a failure is logged)."""
+        try:
+            self.store.get_session("default", "default")
+        except StoreError as exc:
+            logger.warning("the store %s does not answer: %s", self.url, exc)
+            return False
+        return True
 
     def delete_session(self, session_id: str, scope: str = "default") -> bool:
         """Delete one conversation with everything it holds (admin); True if it existed."""

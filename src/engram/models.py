@@ -152,3 +152,22 @@ class UsageRecord:
 def frozen_metadata(value: Mapping[str, Any] | None) -> JSON:
     """A private copy of caller metadata, so later mutation cannot reach stored values."""
     return dict(value) if value else {}
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKeyRecord:
+    """A stored API key of the server: never the key itself, only its hash.
+
+    ``admin`` keys may do anything; other keys reach only ``scopes``, and only
+    read there unless ``writable``. ``prefix`` is the key's first characters,
+    shown in listings so people can tell keys apart.
+    """
+
+    id: int
+    prefix: str
+    label: str
+    admin: bool
+    scopes: tuple[str, ...]
+    writable: bool
+    created_at: datetime
+    revoked_at: datetime | None = None

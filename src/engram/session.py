@@ -287,9 +287,13 @@ class Session:
         limit: int = 20,
         roles: Sequence[str] | None = None,
         all_sessions: bool = False,
+        tz: Any = None,
     ) -> list[Message]:
-        """Messages of a day or range: ISO dates or phrases (yesterday, Monday, last week...)."""
-        start, end = self.date_range(when)
+        """Messages of a day or range: ISO dates or phrases (yesterday, Monday, last week...).
+
+        ``tz`` (a zone name or tzinfo) overrides the engine's time zone for this call.
+        """
+        start, end = self.date_range(when, tz=tz)
         return self._store.between(
             self.scope,
             None if all_sessions else self.id,
@@ -299,11 +303,14 @@ class Session:
             roles=roles_filter(roles, ROLES),
         )
 
-    def date_range(self, when: str | date | datetime) -> tuple[datetime, datetime]:
-        """The UTC half-open range a date phrase means, in the engine's time zone."""
+    def date_range(
+        self, when: str | date | datetime, *, tz: Any = None
+    ) -> tuple[datetime, datetime]:
+        """The UTC half-open range a date phrase means, in ``tz`` or the engine's time zone."""
         if isinstance(when, datetime | date):
             when = when.isoformat()
-        return dates.parse_when(when, now=datetime.now(UTC), tz=self.runtime.tz)
+        zone = self.runtime.tz if tz is None else tz
+        return dates.parse_when(when, now=datetime.now(UTC), tz=zone)
 
     def extended(self, count: int = 30, *, before_id: int | None = None) -> list[Message]:
         """More than the default window: up to 50 messages before ``before_id``, oldest first."""

@@ -18,8 +18,10 @@ from engram.cli._common import CliState
 from engram.cli.demo import demo_command
 from engram.cli.exporting import export_command
 from engram.cli.importing import import_command
+from engram.cli.keys import keys_group
 from engram.cli.migrate import migrate_command
 from engram.cli.query import context_command, search_command, stats_command
+from engram.cli.serve import serve_command
 from engram.errors import EngramError
 
 
@@ -66,5 +68,7 @@ main.add_command(context_command)
 main.add_command(stats_command)
 main.add_command(demo_command)
 main.add_command(migrate_command)
+main.add_command(serve_command)
+main.add_command(keys_group)
 
 __all__ = ["EngramGroup", "main"]

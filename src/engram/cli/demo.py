@@ -81,7 +81,7 @@ def _run(url: str) -> None:
 
 
 def _walkthrough(mem: Engram) -> None:
-    chat = _store_sample(mem)
+    chat = store_sample(mem)
     stored_tokens = _show_stored(chat, mem.url)
     _show_prompt(chat, stored_tokens)
     _show_search(chat)
@@ -94,7 +94,7 @@ def _walkthrough(mem: Engram) -> None:
     click.echo("\nOn your own data: engram import FILE --session ID; engram context --session ID")
 
 
-def _store_sample(mem: Engram) -> Session:
+def store_sample(mem: Engram) -> Session:
     """Import the sample (once: a persistent ``--db`` that already has it is left alone)."""
     chat: Session | None = None
     for batch in parse_jsonl(sample_bytes(), file=SAMPLE_FILE):

@@ -32,6 +32,7 @@ from engram.models import (
 from engram.search_query import terms as extract_terms
 from engram.store.base import MAX_PAGE
 from engram.store.batch_check import check_batch, json_value
+from engram.store.memory_keys import MemoryApiKeys
 from engram.store.snippets import Stemmer, score_message
 from engram.store.usage_totals import usage_summary
 
@@ -81,7 +82,7 @@ def _copy(message: Message) -> Message:
     return replace(message, metadata=dict(message.metadata))
 
 
-class MemoryStore:
+class MemoryStore(MemoryApiKeys):
     """The :class:`~engram.store.base.Store` contract in this process's memory."""
 
     def __init__(self, name: str = "") -> None:

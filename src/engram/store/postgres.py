@@ -55,6 +55,7 @@ from engram.store.postgres_connection import check_on_checkout as _check
 from engram.store.postgres_connection import configure_connection as _configure
 from engram.store.postgres_connection import libpq_conninfo as _conninfo
 from engram.store.postgres_connection import mask_url as _mask
+from engram.store.postgres_keys import PostgresApiKeys
 from engram.store.postgres_migrations import migrate
 from engram.store.postgres_rows import MESSAGE_COLUMNS as _MESSAGE_COLUMNS
 from engram.store.postgres_rows import SESSION_COLUMNS as _SESSION_COLUMNS
@@ -90,7 +91,7 @@ _APPEND_SQL = """
 """
 
 
-class PostgresStore(PostgresScopeData, PostgresConnections):
+class PostgresStore(PostgresScopeData, PostgresApiKeys, PostgresConnections):
     """The :class:`~engram.store.base.Store` over PostgreSQL (psycopg 3 + a connection pool)."""
 
     def job_queue(self, worker_id: str) -> JobQueue:

@@ -187,11 +187,31 @@ def m003_vector(conn: psycopg.Connection[tuple[object, ...]]) -> None:
         pass  # no privilege: embeddings stay unavailable, everything else works
 
 
+def m004_api_keys(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """API keys of the server, hashed, so every server on this database shares them."""
+    conn.execute(
+        """
+        CREATE TABLE api_keys (
+            id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            key_hash   text        NOT NULL UNIQUE,
+            prefix     text        NOT NULL,
+            label      text        NOT NULL DEFAULT '',
+            admin      boolean     NOT NULL DEFAULT false,
+            scopes     jsonb       NOT NULL DEFAULT '[]',
+            writable   boolean     NOT NULL DEFAULT false,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            revoked_at timestamptz
+        )
+        """
+    )
+
+
 #: Every migration, in order. Append only; never edit one that has shipped.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "jobs", m002_jobs),
     (3, "vector", m003_vector),
+    (4, "api_keys", m004_api_keys),
 ]
 
 

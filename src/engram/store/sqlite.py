@@ -41,6 +41,7 @@ from engram.search_query import terms
 from engram.store.sqlite_connection import BUSY_TIMEOUT_MS, SQLiteConnections
 from engram.store.sqlite_connection import clamp as _clamp
 from engram.store.sqlite_connection import guarded as _guarded
+from engram.store.sqlite_keys import SQLiteApiKeys
 from engram.store.sqlite_migrations import migrate
 from engram.store.sqlite_rows import MSG_COLUMNS as _MSG
 from engram.store.sqlite_rows import MSG_HOT_COLUMNS as _MSG_HOT
@@ -96,7 +97,7 @@ _UPDATE_TOTALS = """UPDATE sessions SET
 WHERE id = ?6"""
 
 
-class SQLiteStore(SQLiteScopeData, SQLiteConnections):
+class SQLiteStore(SQLiteScopeData, SQLiteApiKeys, SQLiteConnections):
     """The :class:`~engram.store.base.Store` on one SQLite file (or ``:memory:``).
 
     Open with ``SQLiteStore.from_url("sqlite:///path.db")`` or

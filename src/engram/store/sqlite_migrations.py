@@ -24,7 +24,9 @@ Schema (``m001_initial``):
 * ``session_state(session_id, kind, version, data JSON, updated_at)``
   (tool caches are state documents too);
 * ``memories``, ``memory_audit``, ``llm_usage`` (scope level);
-* ``jobs``: background work queue, ready for workers to claim.
+* ``jobs``: background work queue, ready for workers to claim;
+* ``api_keys(id, key_hash UNIQUE, prefix, label, admin, scopes JSON,
+  writable, created_at, revoked_at)``: the server's keys, hashed (``m003``).
 
 Timestamps are fixed-width ISO-8601 UTC text
 (``YYYY-MM-DDTHH:MM:SS.ffffff+00:00``): they sort and compare as text, the
@@ -176,8 +178,32 @@ def m002_index_inserts_explicitly(conn: sqlite3.Connection) -> None:
     conn.execute("DROP TRIGGER messages_fts_insert")
 
 
+def m003_api_keys(conn: sqlite3.Connection) -> None:
+    """API keys of the server, hashed, so every server on this database shares them."""
+    _run(
+        conn,
+        [
+            """CREATE TABLE api_keys (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                key_hash TEXT NOT NULL UNIQUE,
+                prefix TEXT NOT NULL,
+                label TEXT NOT NULL DEFAULT '',
+                admin INTEGER NOT NULL DEFAULT 0,
+                scopes TEXT NOT NULL DEFAULT '[]',
+                writable INTEGER NOT NULL DEFAULT 0,
+                created_at TEXT NOT NULL,
+                revoked_at TEXT
+            )""",
+        ],
+    )
+
+
 #: Every migration, in the order it is applied. Append only: never edit or reorder.
-MIGRATIONS: tuple[Migration, ...] = (m001_initial, m002_index_inserts_explicitly)
+MIGRATIONS: tuple[Migration, ...] = (
+    m001_initial,
+    m002_index_inserts_explicitly,
+    m003_api_keys,
+)
 
 _CREATE_LEDGER = """CREATE TABLE IF NOT EXISTS _migrations (
     name TEXT PRIMARY KEY,

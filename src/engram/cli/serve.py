@@ -1,0 +1,106 @@
+"""``engram serve``: the REST API on uvicorn (the ``server`` extra).
+
+With no API key in the store the server listens on this machine only (and
+refuses any other address); with keys, every ``/v1`` request needs one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import signal
+
+import click
+
+from engram.cli._common import store_url
+from engram.engine import Engram
+from engram.errors import ConfigError, MissingDependency
+
+#: Default address and port.
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command("serve")
+@click.option("--db", "db", metavar="URL", default=None, help="Store URL; overrides engram --db.")
+@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to listen on.")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=int, help="Port.")
+@click.option(
+    "--sample", is_flag=True, help="Load the bundled sample conversation when the store is empty."
+)
+@click.option(
+    "--log-level",
+    default="warning",
+    show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    help="uvicorn's log level.",
+)
+@click.pass_context
+def serve_command(
+    ctx: click.Context, db: str | None, host: str, port: int, sample: bool, log_level: str
+) -> None:
+    """Serve the REST API (OpenAPI at /docs, metrics at /metrics)."""
+    try:
+        import uvicorn
+
+        from engram.server import ServerSettings, create_app
+    except ImportError as exc:
+        raise MissingDependency(
+            f"engram serve needs the 'server' extra: pip install 'engram[server]' ({exc})"
+        ) from exc
+    import engram
+    from engram.cli.demo import DEMO_SCOPE, store_sample
+
+    with engram.open(store_url(ctx, db)) as mem:
+        keys = _active_keys(mem)
+        if not keys and not is_loopback(host):
+            raise click.ClickException(
+                f"refusing to listen on {host} with no API key: anyone could read every scope. "
+                "Create one with `engram keys create --admin`, or listen on 127.0.0.1."
+            )
+        if sample and not mem.scopes():
+            store_sample(mem)
+            click.echo(f"Loaded the sample conversation into scope {DEMO_SCOPE!r}.")
+        app = create_app(mem, ServerSettings())
+        _announce(mem.url, host, port, keys)
+        # uvicorn stops gracefully on SIGINT/SIGTERM, then raises the signal again with the
+        # handlers found at start: quiet ones let this command close Engram and exit 0.
+        for stop in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stop, _ignore)
+        uvicorn.Server(
+            uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False)
+        ).run()
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """A handler that does nothing: the server has already stopped."""
+
+
+def _active_keys(mem: Engram) -> int:
+    try:
+        return len(mem.api_keys().active())
+    except ConfigError:  # a backend that keeps no keys: local mode only
+        return 0
+
+
+def _announce(url: str, host: str, port: int, keys: int) -> None:
+    base = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+    if keys:
+        click.echo(f"Engram on {url}: {keys} API key(s); every /v1 request needs one.")
+        auth = ' -H "Authorization: Bearer $ENGRAM_KEY"'
+    else:
+        click.echo(f"Engram on {url}: no API key, so this server answers only this machine.")
+        auth = ""
+    click.echo(f"  API docs   {base}/docs")
+    click.echo(f"  OpenAPI    {base}/openapi.json")
+    click.echo(f"  metrics    {base}/metrics")
+    click.echo(f"  try        curl -s{auth} {base}/v1/scopes")

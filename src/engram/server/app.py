@@ -1,0 +1,81 @@
+"""The app factory: :func:`create_app` composes the routers, the rights, the errors, the limits.
+
+Layout of every app::
+
+    /healthz /readyz /metrics     routes/health.py (no key)
+    /v1/scopes/...                routes/<resource>.py: each module's ``router = v1_router(tag)``
+                                  carries the router-level enforce_rights dependency
+    /openapi.json /docs           FastAPI
+
+Other interfaces plug in here: a router of ``/v1`` routes is made with
+:func:`engram.server.deps.v1_router` and added with :func:`include_v1`, which
+refuses a ``/v1`` route without the rights check and writes each route's
+rights into the API document (``x-engram-rights``); an ASGI sub-application
+(MCP, the dashboard) is mounted on the returned app.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
+
+from engram.engine import Engram
+from engram.server.auth import KeyCheck
+from engram.server.deps import ERROR_RESPONSES, RIGHTS_KEY, enforce_rights, rights_of
+from engram.server.errors import install_error_handlers
+from engram.server.limits import BodyLimit
+from engram.server.metrics import ServerMetrics
+from engram.server.routes import RESOURCES, health
+from engram.server.settings import ServerSettings
+
+DESCRIPTION = """Conversation memory for LLM applications, as a service.
+
+Every `/v1` route needs `Authorization: Bearer KEY` once the store holds an API key
+(`engram keys create`); an admin key reaches everything, other keys only their scopes,
+read-only keys only read. Each operation says the rights it needs in `x-engram-rights`.
+Errors are `{"error": {"type", "message", "field"}}`.
+"""
+
+
+def include_v1(app: FastAPI, router: APIRouter) -> None:
+    """Add a router of ``/v1`` routes, each checked for the rights dependency and stamped.
+
+    Raises:
+        RuntimeError: a route is outside ``/v1`` or lacks :func:`enforce_rights`
+            (make the router with :func:`~engram.server.deps.v1_router`).
+
+    """
+    for route in router.routes:
+        if not isinstance(route, APIRoute):
+            continue
+        if not route.path.startswith("/v1/"):
+            raise RuntimeError(f"{route.path} is not under /v1")
+        if not any(dep.call is enforce_rights for dep in route.dependant.dependencies):
+            raise RuntimeError(f"{route.path} has no enforce_rights; make it with v1_router()")
+        route.openapi_extra = {**(route.openapi_extra or {}), RIGHTS_KEY: rights_of(route)}
+    app.include_router(router)
+
+
+def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAPI:
+    """The REST API over ``engram`` (which stays the caller's to close)."""
+    settings = settings or ServerSettings()
+    app = FastAPI(
+        title=settings.title,
+        version="1",
+        description=DESCRIPTION,
+        docs_url="/docs",
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    app.state.engram = engram
+    app.state.settings = settings
+    app.state.key_check = KeyCheck(engram, settings.key_cache_seconds)
+    metrics = ServerMetrics(engram)
+    app.state.metrics = metrics
+    install_error_handlers(app)
+    app.include_router(health.router, responses={503: ERROR_RESPONSES[503]})
+    for router in RESOURCES:
+        include_v1(app, router)
+    app.middleware("http")(metrics.middleware)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    return app

@@ -1,0 +1,131 @@
+"""Library values to HTTP shapes (:mod:`engram.server.schemas`): translation only."""
+
+from __future__ import annotations
+
+from engram.compaction.cycle import CompactionResult
+from engram.context import Context
+from engram.models import MemoryRecord, Message, SearchHit, SessionInfo
+from engram.scopes import ScopeSummary
+from engram.server.schemas import (
+    CompactOut,
+    ContextOut,
+    MemoryOut,
+    MessageOut,
+    OmissionOut,
+    ScopeOut,
+    SearchHitOut,
+    SectionOut,
+    SessionOut,
+)
+from engram.tokens import count_message, counter_for_model
+
+
+def message_out(message: Message) -> MessageOut:
+    """A stored message."""
+    return MessageOut(
+        id=message.id,
+        scope=message.scope,
+        session=message.session,
+        role=message.role,
+        content=message.content,
+        name=message.name,
+        tool_calls=message.tool_calls,
+        tool_call_id=message.tool_call_id,
+        created_at=message.created_at,
+        tokens=message.tokens,
+        metadata=dict(message.metadata),
+    )
+
+
+def messages_out(messages: list[Message]) -> list[MessageOut]:
+    """Stored messages, in the order given."""
+    return [message_out(m) for m in messages]
+
+
+def hit_out(hit: SearchHit) -> SearchHitOut:
+    """A search hit."""
+    return SearchHitOut(message=message_out(hit.message), score=hit.score, snippet=hit.snippet)
+
+
+def session_out(info: SessionInfo) -> SessionOut:
+    """A session and its totals."""
+    return SessionOut(
+        scope=info.scope,
+        session=info.id,
+        created_at=info.created_at,
+        updated_at=info.updated_at,
+        messages=info.message_count,
+        tokens=info.token_count,
+        first_message_at=info.first_message_at,
+        last_message_at=info.last_message_at,
+        policy=info.policy,
+    )
+
+
+def scope_out(summary: ScopeSummary) -> ScopeOut:
+    """A scope and its totals."""
+    return ScopeOut(
+        scope=summary.name,
+        sessions=summary.sessions,
+        messages=summary.messages,
+        tokens=summary.tokens,
+        memories=summary.memories,
+        last_activity=summary.last_activity,
+    )
+
+
+def memory_out(record: MemoryRecord) -> MemoryOut:
+    """A memory, with seed 003's field names."""
+    return MemoryOut(
+        id=record.id,
+        content=record.content,
+        createdAt=record.created_at,
+        updatedAt=record.updated_at,
+        sourceSession=record.source_session,
+        metadata=dict(record.metadata),
+    )
+
+
+def context_out(context: Context, model: str | None) -> ContextOut:
+    """The prompt, with each section's exact tokens (counted as the prompt was)."""
+    counter = counter_for_model(model)
+    sized: list[SectionOut] = []
+    titles = list(context.sections)
+    for message in context.messages:
+        content = message.get("content")
+        if not titles or message.get("role") != "system" or not isinstance(content, str):
+            continue
+        if content.startswith(f"[{titles[0]}]\n"):
+            tokens = count_message(counter, "system", content)
+            sized.append(SectionOut(title=titles.pop(0), tokens=tokens))
+    data = context.to_dict()
+    return ContextOut(
+        messages=data["messages"],
+        tokens=context.tokens,
+        budget=context.budget,
+        reserve=context.reserve,
+        message_ids=list(context.message_ids),
+        omitted=[OmissionOut(**o.to_dict()) for o in context.omitted],
+        sections=sized,
+        truncated_ids=list(context.truncated_ids),
+        counter=context.counter,
+        exact=context.exact,
+        policy=context.policy,
+        notes=list(context.notes),
+        pending_compaction=context.pending_compaction,
+        degraded=context.degraded,
+    )
+
+
+def compact_out(result: CompactionResult) -> CompactOut:
+    """What one compaction cycle did."""
+    return CompactOut(
+        committed=result.committed,
+        reason=result.reason,
+        watermark=result.watermark,
+        version=result.version,
+        summary_version=result.summary_version,
+        folded=result.folded,
+        degraded=result.degraded,
+        notes=list(result.notes),
+    )

@@ -1,0 +1,118 @@
+"""What routes receive, declared once as typed ``Depends`` aliases.
+
+* :data:`EngramDep`: the :class:`~engram.Engram` the app serves.
+* :data:`CallerDep`: the caller's key and rights (401 without a valid key once
+  keys exist).
+* :data:`MetricsDep`: the app's Prometheus counters.
+* :func:`enforce_rights`: the router-level dependency of every ``/v1`` router.
+  It reads the route's declared rights (``x-engram-rights``: read, write or
+  admin; stamped on each route by :func:`engram.server.app.create_app`) and the
+  ``{scope}`` of the path, so a route cannot forget to check them.
+* :func:`v1_router`: the only way routes under ``/v1`` are made.
+* :data:`ScopePath`, :data:`SessionPath`: the path parameters, validated.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Request
+from fastapi.routing import APIRoute
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from engram.engine import Engram
+from engram.server.auth import Caller, KeyCheck, is_remote
+from engram.server.boundary import offload
+from engram.server.errors import COMMON_ERRORS, NotAuthenticated
+from engram.server.metrics import ServerMetrics
+from engram.server.schemas import ErrorOut
+from engram.validation import MAX_ID_CHARS
+
+#: The OpenAPI extension naming the rights a route needs.
+RIGHTS_KEY = "x-engram-rights"
+#: ``openapi_extra`` of a route only admin keys may call.
+ADMIN = {RIGHTS_KEY: "admin"}
+#: ``openapi_extra`` of a POST route that only reads (a read-only key may call it).
+READ = {RIGHTS_KEY: "read"}
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="An Engram API key (`engram keys create`). Not needed when the "
+    "store holds no key and the server listens on 127.0.0.1 only.",
+)
+
+
+def engram_of(request: Request) -> Engram:
+    """The Engram the app serves."""
+    engram: Engram = request.app.state.engram
+    return engram
+
+
+async def current_caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Caller:
+    """The caller of this request, from its bearer key (cached checks, else a store read)."""
+    keys: KeyCheck = request.app.state.key_check
+    secret = credentials.credentials if credentials is not None else None
+    caller = keys.cached(secret)
+    if caller is None:
+        caller = await offload(keys.check, secret)
+    if caller.key is None and is_remote(request.client.host if request.client else None):
+        raise NotAuthenticated(
+            "this server has no API key yet and serves only its own machine; "
+            "create one with `engram keys create`"
+        )
+    return caller
+
+
+def metrics_of(request: Request) -> ServerMetrics:
+    """The app's metrics."""
+    metrics: ServerMetrics = request.app.state.metrics
+    return metrics
+
+
+EngramDep = Annotated[Engram, Depends(engram_of)]
+CallerDep = Annotated[Caller, Depends(current_caller)]
+MetricsDep = Annotated[ServerMetrics, Depends(metrics_of)]
+
+
+def rights_of(route: APIRoute) -> str:
+    """The rights a route needs: declared in its OpenAPI extra, else read for GET, else write."""
+    declared = (route.openapi_extra or {}).get(RIGHTS_KEY)
+    if isinstance(declared, str):
+        return declared
+    return "read" if set(route.methods or ()) <= _READ_METHODS else "write"
+
+
+async def enforce_rights(request: Request, caller: CallerDep) -> None:
+    """Refuse the request unless the caller has the route's rights on the path's scope."""
+    route = request.scope.get("route")
+    rights = rights_of(route) if isinstance(route, APIRoute) else "admin"
+    caller.require(request.path_params.get("scope"), rights)
+
+
+#: The error responses every ``/v1`` route documents (same body shape for all).
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorOut, "description": "An error: {error: {type, message, field}}."}
+    for status in COMMON_ERRORS
+}
+
+
+def v1_router(tag: str) -> APIRouter:
+    """A router of ``/v1`` routes: every route gets :func:`enforce_rights` and the error docs."""
+    return APIRouter(
+        prefix="/v1",
+        tags=[tag],
+        dependencies=[Depends(enforce_rights)],
+        responses=ERROR_RESPONSES,
+    )
+
+
+ScopePath = Annotated[
+    str, Path(min_length=1, max_length=MAX_ID_CHARS, description="A scope (project, app, user).")
+]
+SessionPath = Annotated[
+    str, Path(min_length=1, max_length=MAX_ID_CHARS, description="A session of the scope.")
+]

@@ -1,0 +1,135 @@
+"""Prometheus metrics of one app (``GET /metrics``), in a registry of its own.
+
+Counted as requests go by: requests and latencies by route template (never
+by raw path, so ids do not explode the label set), messages and tokens
+stored through the API, tokens sent in prompts against the tokens stored in
+those sessions (the savings), compactions run through the API by outcome.
+Read at scrape time from the ``Engram``: memory operations, the model's calls,
+tokens and cost (from the usage the store records), and the depth of the
+shared job queue (PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from starlette.requests import Request
+from starlette.responses import Response
+
+from engram.compaction.cycle import CompactionResult
+from engram.engine import Engram
+from engram.errors import EngramError
+
+logger = logging.getLogger("engram.server")
+
+#: Latency buckets, in seconds: a cached read is sub-millisecond, a compaction seconds.
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+
+class _EngramCollector(Collector):
+    """Values read from the ``Engram`` when Prometheus scrapes."""
+
+    def __init__(self, engram: Engram) -> None:
+        self._engram = engram
+
+    def collect(self) -> Iterator[Metric]:
+        for name, value in self._engram.memory_metrics.snapshot().items():
+            if name == "scopes_with_memories":
+                yield GaugeMetricFamily(f"engram_memory_{name}", "Scopes holding memories.", value)
+            else:
+                yield CounterMetricFamily(f"engram_memory_{name}", f"Memory {name}.", value)
+        try:
+            usage = self._engram.usage_totals()
+            jobs = self._engram.job_counts()
+        except EngramError as exc:  # a scrape must not fail because the store is down
+            logger.warning("metrics: the store did not answer: %s", exc)
+            return
+        yield CounterMetricFamily("engram_llm_calls", "Model calls Engram made.", usage["calls"])
+        tokens = CounterMetricFamily("engram_llm_tokens", "Model tokens.", labels=["direction"])
+        tokens.add_metric(["input"], usage["input_tokens"])
+        tokens.add_metric(["output"], usage["output_tokens"])
+        yield tokens
+        yield CounterMetricFamily("engram_llm_cost_usd", "Model cost, USD.", usage["cost_usd"])
+        if jobs is not None:
+            depth = GaugeMetricFamily(
+                "engram_jobs", "Shared job queue by status.", labels=["status"]
+            )
+            for status in ("pending", "running", "done", "failed"):
+                depth.add_metric([status], jobs.get(status, 0))
+            yield depth
+
+
+class ServerMetrics:
+    """The counters of one app and the registry ``/metrics`` renders."""
+
+    def __init__(self, engram: Engram) -> None:
+        self.registry = CollectorRegistry()
+        reg = self.registry
+        self.requests = Counter(
+            "engram_http_requests", "HTTP requests.", ["method", "route", "status"], registry=reg
+        )
+        self.latency = Histogram(
+            "engram_http_request_duration_seconds",
+            "HTTP request latency.",
+            ["method", "route"],
+            buckets=BUCKETS,
+            registry=reg,
+        )
+        self.messages_stored = Counter(
+            "engram_messages_stored", "Messages appended through the API.", registry=reg
+        )
+        self.tokens_stored = Counter(
+            "engram_tokens_stored", "Tokens of the messages appended through the API.", registry=reg
+        )
+        self.prompt_tokens_sent = Counter(
+            "engram_prompt_tokens_sent", "Tokens of the prompts built.", registry=reg
+        )
+        self.prompt_tokens_history = Counter(
+            "engram_prompt_tokens_history",
+            "Tokens stored in the sessions those prompts were built for (sent/history = cost).",
+            registry=reg,
+        )
+        self.compactions = Counter(
+            "engram_compactions",
+            "Compactions run through the API, by outcome (llm, offline, failed, skipped).",
+            ["outcome"],
+            registry=reg,
+        )
+        reg.register(_EngramCollector(engram))
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of everything."""
+        return generate_latest(self.registry)
+
+    def compaction(self, result: CompactionResult) -> None:
+        """Count one compaction by outcome."""
+        if not result.committed:
+            outcome = "skipped"
+        elif result.degraded:
+            outcome = "failed"
+        elif result.state is not None and (result.state.summarizer or "").startswith("llm"):
+            outcome = "llm"
+        else:
+            outcome = "offline"
+        self.compactions.labels(outcome).inc()
+
+    async def middleware(
+        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        """Time every request and count it by its route template and status."""
+        started = time.perf_counter()
+        status = 500
+        try:
+            response = await call_next(request)
+            status = response.status_code
+            return response
+        finally:
+            route = request.scope.get("route")
+            template = getattr(route, "path", "unmatched")
+            self.latency.labels(request.method, template).observe(time.perf_counter() - started)
+            self.requests.labels(request.method, template, str(status)).inc()

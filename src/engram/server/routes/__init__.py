@@ -1,0 +1,32 @@
+"""One module per resource; each exposes ``router`` (paths under ``/v1``).
+
+:func:`engram.server.app.create_app` includes every router of :data:`RESOURCES`
+with the rights dependency; a module never adds its own authorization.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from engram.server.routes import (
+    compaction,
+    context,
+    memories,
+    messages,
+    retrieval,
+    scopes,
+    sessions,
+)
+
+#: The ``/v1`` routers, in the order the API document lists them.
+RESOURCES: tuple[APIRouter, ...] = (
+    scopes.router,
+    sessions.router,
+    messages.router,
+    context.router,
+    retrieval.router,
+    compaction.router,
+    memories.router,
+)
+
+__all__ = ["RESOURCES"]

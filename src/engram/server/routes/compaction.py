@@ -1,0 +1,64 @@
+"""Compaction and state: compact now, the compaction state, the agent state, end a session."""
+
+from __future__ import annotations
+
+from fastapi import Request
+
+from engram.server.boundary import offload
+from engram.server.convert import compact_out
+from engram.server.deps import EngramDep, MetricsDep, ScopePath, SessionPath, v1_router
+from engram.server.schemas import (
+    CompactIn,
+    CompactionStateOut,
+    CompactOut,
+    EndIn,
+    EndOut,
+    JSONObject,
+)
+
+router = v1_router("compaction")
+
+
+@router.post("/scopes/{scope}/sessions/{session}/compact", response_model=CompactOut)
+async def compact(
+    engram: EngramDep,
+    metrics: MetricsDep,
+    scope: ScopePath,
+    session: SessionPath,
+    body: CompactIn,
+) -> CompactOut:
+    """Compact now; returns once the new state is committed (or nothing was due)."""
+    handle = engram.session(session, scope)
+    result = await offload(handle.compact, system=body.system, policy=body.policy)
+    metrics.compaction(result)
+    return compact_out(result)
+
+
+@router.get("/scopes/{scope}/sessions/{session}/compaction", response_model=CompactionStateOut)
+async def compaction_state(
+    engram: EngramDep, scope: ScopePath, session: SessionPath
+) -> CompactionStateOut:
+    """The summary, its version, the important data and the watermark."""
+    state = await offload(engram.session(session, scope).compaction_state)
+    data = state.to_dict()
+    data.pop("format", None)
+    return CompactionStateOut(**data)
+
+
+@router.get("/scopes/{scope}/sessions/{session}/agent-state", response_model=JSONObject)
+async def agent_state(engram: EngramDep, scope: ScopePath, session: SessionPath) -> JSONObject:
+    """Facts, active tasks, tool stats, token usage, environment and preferences."""
+    state = await offload(engram.session(session, scope).agent_state)
+    return state.to_dict()
+
+
+@router.post("/scopes/{scope}/sessions/{session}/end", response_model=EndOut, status_code=202)
+async def end_session(
+    request: Request, engram: EngramDep, scope: ScopePath, session: SessionPath, body: EndIn
+) -> EndOut:
+    """End the conversation; its long-term memory is written in the background."""
+    await offload(engram.require_session, session, scope)
+    await offload(engram.session(session, scope).end, body.reason)
+    memories = request.url_for("list_memories", scope=scope)
+    audit = request.url_for("memory_audit", scope=scope)
+    return EndOut(ended=True, memories_url=memories.path, audit_url=audit.path)

@@ -1,0 +1,46 @@
+"""The prompt of the next turn: what the model receives, exactly counted, and what was left out."""
+
+from __future__ import annotations
+
+from engram.server.boundary import offload
+from engram.server.convert import context_out
+from engram.server.deps import READ, EngramDep, MetricsDep, ScopePath, SessionPath, v1_router
+from engram.server.schemas import ContextIn, ContextOut
+
+router = v1_router("context")
+
+
+@router.post(
+    "/scopes/{scope}/sessions/{session}/context", response_model=ContextOut, openapi_extra=READ
+)
+async def build_context(
+    engram: EngramDep,
+    metrics: MetricsDep,
+    scope: ScopePath,
+    session: SessionPath,
+    body: ContextIn,
+) -> ContextOut:
+    """The prompt within ``budget - reserve`` tokens: messages, ids, omissions, section tokens.
+
+    A compaction that is due runs as the session's policy says (a read-only
+    key may ask: compaction only folds what is stored). ``compact: false``
+    never writes.
+    """
+
+    def build() -> tuple[ContextOut, int]:
+        handle = engram.session(session, scope)
+        context = handle.context(
+            body.budget,
+            reserve=body.reserve,
+            system=body.system,
+            model=body.model,
+            policy=body.policy,
+            compact=body.compact,
+        )
+        info = handle.info()
+        return context_out(context, body.model), info.token_count if info else 0
+
+    out, stored = await offload(build)
+    metrics.prompt_tokens_sent.inc(out.tokens)
+    metrics.prompt_tokens_history.inc(stored)
+    return out

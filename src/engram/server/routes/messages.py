@@ -1,0 +1,66 @@
+"""Messages: append one or a batch (OpenAI format), the history a page at a time, one by id."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Path, Query
+
+from engram.server.boundary import offload
+from engram.server.convert import message_out, messages_out
+from engram.server.deps import EngramDep, MetricsDep, ScopePath, SessionPath, v1_router
+from engram.server.schemas import AppendIn, AppendOut, MessageBatchIn, MessageOut, MessagePage
+from engram.server.settings import MAX_PAGE_SIZE
+
+router = v1_router("messages")
+
+MessageId = Annotated[int, Path(ge=1, le=2**63 - 1, description="A message id.")]
+
+
+@router.post(
+    "/scopes/{scope}/sessions/{session}/messages", response_model=AppendOut, status_code=201
+)
+async def append_messages(
+    engram: EngramDep,
+    metrics: MetricsDep,
+    scope: ScopePath,
+    session: SessionPath,
+    body: AppendIn,
+) -> AppendOut:
+    """Append one message object, or ``{"messages": [...]}`` in one transaction (all or none)."""
+    if isinstance(body, MessageBatchIn):
+        batch, policy = [m.to_library() for m in body.messages], body.policy
+    else:
+        batch, policy = [body.to_library()], None
+
+    def append() -> AppendOut:
+        stored = engram.session(session, scope, policy=policy).add_many(batch)
+        return AppendOut(
+            messages=messages_out(stored), count=len(stored), tokens=sum(m.tokens for m in stored)
+        )
+
+    out = await offload(append)
+    metrics.messages_stored.inc(out.count)
+    metrics.tokens_stored.inc(out.tokens)
+    return out
+
+
+@router.get("/scopes/{scope}/sessions/{session}/messages", response_model=MessagePage)
+async def list_messages(
+    engram: EngramDep,
+    scope: ScopePath,
+    session: SessionPath,
+    after: Annotated[int | None, Query(ge=0, le=2**63 - 1, description="Last id seen.")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 100,
+) -> MessagePage:
+    """The whole history, oldest first, a page at a time (``next_after`` continues it)."""
+    page = await offload(engram.session(session, scope).messages, after_id=after, limit=limit)
+    return MessagePage(
+        messages=messages_out(page), next_after=page[-1].id if len(page) == limit else None
+    )
+
+
+@router.get("/scopes/{scope}/messages/{message_id}", response_model=MessageOut)
+async def get_message(engram: EngramDep, scope: ScopePath, message_id: MessageId) -> MessageOut:
+    """One message by id, only if it belongs to this scope (else 404)."""
+    return message_out(await offload(engram.message, message_id, scope))

@@ -1,0 +1,31 @@
+"""Scopes: list those the key may see with their totals, show one, delete one (admin)."""
+
+from __future__ import annotations
+
+from engram.server.boundary import offload
+from engram.server.convert import scope_out
+from engram.server.deps import ADMIN, CallerDep, EngramDep, ScopePath, v1_router
+from engram.server.schemas import ScopeList, ScopeOut, ScopePurgedOut
+
+router = v1_router("scopes")
+
+
+@router.get("/scopes", response_model=ScopeList)
+async def list_scopes(engram: EngramDep, caller: CallerDep) -> ScopeList:
+    """Every scope the key may read, with sessions, messages, stored tokens and last activity."""
+    only = None if caller.admin else list(caller.key.scopes if caller.key else ())
+    summaries = await offload(engram.scope_summaries, only)
+    return ScopeList(scopes=[scope_out(s) for s in summaries])
+
+
+@router.get("/scopes/{scope}", response_model=ScopeOut)
+async def get_scope(engram: EngramDep, scope: ScopePath) -> ScopeOut:
+    """One scope's totals (zeros when nothing is stored in it yet)."""
+    return scope_out(await offload(engram.scope_summary, scope))
+
+
+@router.delete("/scopes/{scope}", response_model=ScopePurgedOut, openapi_extra=ADMIN)
+async def delete_scope(engram: EngramDep, scope: ScopePath) -> ScopePurgedOut:
+    """Delete a whole scope: every session, message and memory (admin; the audit stays)."""
+    gone = await offload(engram.purge_scope, scope)
+    return ScopePurgedOut(success=True, sessions=gone["sessions"], memories=gone["memories"])

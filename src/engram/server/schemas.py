@@ -1,0 +1,437 @@
+"""HTTP shapes of the REST API, distinct from the library's types (``...In`` / ``...Out``).
+
+Inputs are checked here for shape only (types, lengths, page and batch
+limits); what a message may hold is the library's decision
+(:mod:`engram.validation`), so the same refusal reads the same everywhere.
+Messages come in OpenAI chat format, including what the OpenAI and Anthropic
+SDKs produce: ``content`` may be a list of text parts, which is joined into
+one text; ``null`` SDK fields (``refusal``, ``audio``...) are accepted and
+dropped.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+from engram.server.settings import MAX_BATCH, MAX_PAGE_SIZE
+
+JSONObject = dict[str, Any]
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong."""
+
+    type: str = Field(description="A stable error code, e.g. invalid_message, forbidden.")
+    message: str
+    field: str | None = Field(None, description="The request field at fault, when known.")
+
+
+class ErrorOut(BaseModel):
+    """Every error response: ``{"error": {"type", "message", "field"}}``."""
+
+    error: ErrorDetail
+
+
+# -- messages -----------------------------------------------------------------------
+
+
+class TextPart(BaseModel):
+    """One text part of a message's content (OpenAI and Anthropic SDK shape)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["text"]
+    text: str
+
+
+class MessageIn(BaseModel):
+    """One message in OpenAI chat format, plus optional ``created_at`` and ``metadata``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: str
+    content: str | list[TextPart] | None = None
+    name: str | None = None
+    tool_calls: list[JSONObject] | None = None
+    tool_call_id: str | None = None
+    created_at: datetime | float | None = Field(
+        None, description="ISO-8601 date-time or unix seconds; default: now."
+    )
+    metadata: JSONObject | None = None
+    # Null fields the OpenAI SDK includes when it dumps an assistant message.
+    refusal: None = None
+    audio: None = None
+    function_call: None = None
+    annotations: list[Any] | None = None
+
+    def to_library(self) -> JSONObject:
+        """The message as the library takes it (text parts joined, SDK nulls dropped)."""
+        content = self.content
+        if isinstance(content, list):
+            content = "\n".join(part.text for part in content)
+        out: JSONObject = {"role": self.role, "content": content}
+        for key in ("name", "tool_calls", "tool_call_id", "created_at", "metadata"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        return out
+
+
+class MessageBatchIn(BaseModel):
+    """Several messages appended in one transaction (all or none)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[MessageIn] = Field(min_length=1, max_length=MAX_BATCH)
+    policy: str | JSONObject | None = Field(
+        None, description="Store this policy with the session (preset name or numbers)."
+    )
+
+
+def _append_kind(body: Any) -> str:
+    return "batch" if isinstance(body, dict) and "messages" in body else "message"
+
+
+#: Tags of the append body's two forms; they lead the location of a validation error.
+APPEND_FORMS = ("message", "batch")
+
+#: The append body: one message object, or ``{"messages": [...]}``.
+AppendIn = Annotated[
+    Annotated[MessageIn, Tag("message")] | Annotated[MessageBatchIn, Tag("batch")],
+    Discriminator(_append_kind),
+]
+
+
+class MessageOut(BaseModel):
+    """A stored message."""
+
+    id: int
+    scope: str
+    session: str
+    role: str
+    content: str
+    name: str | None = None
+    tool_calls: list[JSONObject] | None = None
+    tool_call_id: str | None = None
+    created_at: datetime
+    tokens: int = Field(description="Exact size in the storage encoding, chat overhead included.")
+    metadata: JSONObject
+
+
+class AppendOut(BaseModel):
+    """What an append stored."""
+
+    messages: list[MessageOut]
+    count: int
+    tokens: int
+
+
+class MessagePage(BaseModel):
+    """One page of a session's whole history, oldest first."""
+
+    messages: list[MessageOut]
+    next_after: int | None = Field(
+        None, description="Pass as ?after= for the next page; null on the last page."
+    )
+
+
+# -- scopes and sessions -----------------------------------------------------------------
+
+
+class ScopeOut(BaseModel):
+    """A scope with its totals."""
+
+    scope: str
+    sessions: int
+    messages: int
+    tokens: int = Field(description="Tokens stored in all its messages.")
+    memories: int
+    last_activity: datetime | None
+
+
+class ScopeList(BaseModel):
+    """The scopes the key may see."""
+
+    scopes: list[ScopeOut]
+
+
+class SessionOut(BaseModel):
+    """A session with its running totals."""
+
+    scope: str
+    session: str
+    created_at: datetime
+    updated_at: datetime
+    messages: int
+    tokens: int
+    first_message_at: datetime | None
+    last_message_at: datetime | None
+    policy: JSONObject | None
+
+
+class SessionPage(BaseModel):
+    """A page of a scope's sessions."""
+
+    sessions: list[SessionOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class SessionIn(BaseModel):
+    """Create a session (or change its stored policy)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: str | JSONObject | None = Field(
+        None, description="A preset name (lean, summary_buffer, ...) or a policy object."
+    )
+
+
+class DeletedOut(BaseModel):
+    """The outcome of a delete (seed 003's admin API shape)."""
+
+    success: bool
+
+
+class ScopePurgedOut(BaseModel):
+    """What deleting a whole scope removed."""
+
+    success: bool
+    sessions: int
+    memories: int
+
+
+# -- the prompt ----------------------------------------------------------------------------
+
+
+class ContextIn(BaseModel):
+    """What the next prompt must fit and carry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    budget: int | None = Field(None, ge=1, le=10_000_000, description="Tokens in all.")
+    reserve: int | None = Field(None, ge=0, le=10_000_000, description="Kept for the answer.")
+    system: str | None = Field(None, max_length=1_048_576)
+    model: str | None = Field(None, max_length=200)
+    policy: str | JSONObject | None = None
+    compact: bool = Field(True, description="False: never write (no compaction is started).")
+
+
+class OmissionOut(BaseModel):
+    """Something left out of the prompt, and why."""
+
+    reason: str
+    message_ids: list[int]
+    before_id: int | None
+    detail: str
+
+
+class SectionOut(BaseModel):
+    """A block of the prompt and its exact tokens."""
+
+    title: str
+    tokens: int
+
+
+class ContextOut(BaseModel):
+    """The prompt, exactly counted, and how it was built."""
+
+    messages: list[JSONObject]
+    tokens: int
+    budget: int
+    reserve: int
+    message_ids: list[int]
+    omitted: list[OmissionOut]
+    sections: list[SectionOut]
+    truncated_ids: list[int]
+    counter: str
+    exact: bool
+    policy: str
+    notes: list[str]
+    pending_compaction: bool
+    degraded: str | None
+
+
+# -- retrieval -------------------------------------------------------------------------------
+
+
+class SearchHitOut(BaseModel):
+    """One ranked hit."""
+
+    message: MessageOut
+    score: float
+    snippet: str = Field(description="Matches marked with [ and ].")
+
+
+class SearchOut(BaseModel):
+    """Hits, best first."""
+
+    hits: list[SearchHitOut]
+
+
+class MessageList(BaseModel):
+    """Messages, oldest first."""
+
+    messages: list[MessageOut]
+
+
+class DateRangeOut(BaseModel):
+    """Messages of a day or range, and the UTC range the phrase meant."""
+
+    start: datetime
+    end: datetime
+    messages: list[MessageOut]
+
+
+class StatsOut(BaseModel):
+    """Counts, dates and stored tokens of a session."""
+
+    scope: str
+    session: str
+    total_messages: int
+    stored_tokens: int
+    first_message_at: str | None
+    last_message_at: str | None
+    policy: str
+    title: str | None
+
+
+class ToolCallIn(BaseModel):
+    """The arguments of one tool call (an object, or the JSON text a model sent)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    arguments: JSONObject | str | None = None
+
+
+class ToolResultOut(BaseModel):
+    """A tool's JSON result, as the model would receive it (errors included)."""
+
+    name: str
+    text: str = Field(description="The JSON text a model would receive.")
+    result: JSONObject = Field(description='The same, decoded; errors are {"error": ...}.')
+
+
+# -- compaction, state, ending ------------------------------------------------------------
+
+
+class CompactIn(BaseModel):
+    """Compact now."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    system: str | None = Field(None, max_length=1_048_576)
+    policy: str | JSONObject | None = None
+
+
+class CompactOut(BaseModel):
+    """What one compaction cycle did."""
+
+    committed: bool
+    reason: str
+    watermark: int
+    version: int
+    summary_version: int
+    folded: int
+    degraded: bool
+    notes: list[str]
+
+
+class CompactionStateOut(BaseModel):
+    """A session's summary, important data and watermark."""
+
+    summary: str
+    summary_version: int
+    important_data: JSONObject
+    watermark: int
+    messages_summarized_count: int
+    summarizer: str | None
+    last_summarized_at: str | None
+    compactions: int
+    llm_failures: int
+    compressions: int
+    last_error: str | None
+
+
+class EndIn(BaseModel):
+    """End a conversation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field("ended", max_length=500)
+
+
+class EndOut(BaseModel):
+    """The session ended; its memory is written in the background."""
+
+    ended: bool
+    memories_url: str = Field(description="Where the memory will appear.")
+    audit_url: str = Field(description="Where the decision about it will be recorded.")
+
+
+# -- memories (seed 003's admin API) --------------------------------------------------------
+
+
+class MemoryOut(BaseModel):
+    """A long-term memory (seed 003's field names)."""
+
+    id: int
+    content: str
+    createdAt: datetime
+    updatedAt: datetime
+    sourceSession: str | None = None
+    metadata: JSONObject = Field(default_factory=dict)
+
+
+class MemoryList(BaseModel):
+    """``GET .../memories``: ``{"memories": [...]}``."""
+
+    memories: list[MemoryOut]
+
+
+class MemoriesPurgedOut(BaseModel):
+    """``DELETE .../memories``: ``{"success": true, "deletedCount": n}``."""
+
+    success: bool
+    deletedCount: int
+
+
+class MemoryIn(BaseModel):
+    """Create a memory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str
+    metadata: JSONObject | None = None
+
+
+class MemoryPatch(BaseModel):
+    """Edit a memory (content and/or metadata; metadata is replaced)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = None
+    metadata: JSONObject | None = None
+
+
+class AuditOut(BaseModel):
+    """The scope's memory decisions, newest first."""
+
+    events: list[JSONObject]
+
+
+# -- service -----------------------------------------------------------------------------------
+
+
+class HealthOut(BaseModel):
+    """Liveness or readiness."""
+
+    status: str
+
+
+#: Query limits shared by listings.
+PageLimit = Field(50, ge=1, le=MAX_PAGE_SIZE)

@@ -1,0 +1,42 @@
+"""The server's own settings: limits and the authentication cache.
+
+The store, model and compaction settings stay in :class:`engram.config.Config`
+(the ``Engram`` object the app is given carries them); these are only what
+the HTTP layer decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engram.store.base import MAX_PAGE
+
+#: Largest request body accepted, in bytes (a batch of large messages fits).
+MAX_BODY_BYTES = 16 * 1024 * 1024
+#: Most messages appended by one request (the request schema says so).
+MAX_BATCH = 1000
+#: Most rows one page of a listing returns (the store's own cap; the schemas say so).
+MAX_PAGE_SIZE = MAX_PAGE
+#: How long a checked key (or "no key exists") is trusted before the store is asked again.
+KEY_CACHE_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """What the HTTP layer enforces.
+
+    Attributes:
+        max_body_bytes: Largest request body; a larger one gets 413.
+        key_cache_seconds: How long an API key check is reused: a revoked key
+            stops working, and a first key created while the server runs starts
+            being required, within this time.
+        title: The API's title in the OpenAPI document.
+        extra_links: Names and paths printed by ``engram serve`` at start-up
+            (other interfaces mounted on the app add theirs).
+
+    """
+
+    max_body_bytes: int = MAX_BODY_BYTES
+    key_cache_seconds: float = KEY_CACHE_SECONDS
+    title: str = "Engram"
+    extra_links: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,264 @@
+"""The routes do what the library does, in HTTP shapes (SQLite, in-process ASGI client)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi.testclient import TestClient
+
+from engram.engine import Engram
+
+MESSAGES = "/v1/scopes/phoenix/sessions/chat-1/messages"
+
+
+def _seed(api: TestClient) -> list[int]:
+    batch = [
+        {"role": "user", "content": "What did we decide about pricing?"},
+        {"role": "assistant", "content": "We chose $14 per month for Pro."},
+        {"role": "user", "content": "And the launch date?", "created_at": "2025-03-06T10:00:00Z"},
+    ]
+    stored = api.post(MESSAGES, json={"messages": batch})
+    assert stored.status_code == 201, stored.text
+    return [m["id"] for m in stored.json()["messages"]]
+
+
+class TestMessages:
+    def test_append_one_then_a_batch_in_openai_format(self, api: TestClient) -> None:
+        one = api.post(MESSAGES, json={"role": "user", "content": "hello"})
+        assert one.status_code == 201
+        body = one.json()
+        assert body["count"] == 1 and body["messages"][0]["tokens"] == body["tokens"] > 0
+        sdk_shaped = {  # what the OpenAI SDK's model_dump() of an assistant message holds
+            "role": "assistant",
+            "content": [{"type": "text", "text": "Hi"}, {"type": "text", "text": "there"}],
+            "refusal": None,
+            "audio": None,
+            "function_call": None,
+            "annotations": [],
+        }
+        batch = api.post(MESSAGES, json={"messages": [sdk_shaped]})
+        assert batch.status_code == 201, batch.text
+        assert batch.json()["messages"][0]["content"] == "Hi\nthere"
+
+    def test_a_refused_batch_writes_nothing_and_names_the_message(self, api: TestClient) -> None:
+        bad = [{"role": "user", "content": "fine"}, {"role": "robot", "content": "no"}]
+        refused = api.post(MESSAGES, json={"messages": bad})
+        assert refused.status_code == 422
+        error = refused.json()["error"]
+        assert error["type"] == "invalid_message" and "#1" in error["message"]
+        assert api.get(MESSAGES).json()["messages"] == []
+
+    def test_history_pages_with_a_cursor(self, api: TestClient) -> None:
+        ids = _seed(api)
+        first = api.get(MESSAGES, params={"limit": 2}).json()
+        assert [m["id"] for m in first["messages"]] == ids[:2]
+        rest = api.get(MESSAGES, params={"limit": 2, "after": first["next_after"]}).json()
+        assert [m["id"] for m in rest["messages"]] == ids[2:]
+        assert rest["next_after"] is None
+
+    def test_one_message_by_id_only_within_its_scope(self, api: TestClient) -> None:
+        ids = _seed(api)
+        assert api.get(f"/v1/scopes/phoenix/messages/{ids[0]}").json()["id"] == ids[0]
+        other = api.get(f"/v1/scopes/elsewhere/messages/{ids[0]}")
+        assert other.status_code == 404
+        assert other.json()["error"]["type"] == "message_not_found"
+
+
+class TestScopesAndSessions:
+    def test_scopes_with_totals(self, api: TestClient) -> None:
+        _seed(api)
+        scopes = api.get("/v1/scopes").json()["scopes"]
+        assert [(s["scope"], s["sessions"], s["messages"]) for s in scopes] == [("phoenix", 1, 3)]
+        assert scopes[0]["tokens"] > 0 and scopes[0]["last_activity"]
+
+    def test_sessions_paginated_and_sorted_by_activity(self, api: TestClient) -> None:
+        for name in ("a", "b", "c"):
+            api.post(
+                f"/v1/scopes/p/sessions/{name}/messages", json={"role": "user", "content": name}
+            )
+        recent = api.get("/v1/scopes/p/sessions", params={"limit": 2}).json()
+        assert [s["session"] for s in recent["sessions"]] == ["c", "b"] and recent["total"] == 3
+        oldest = api.get("/v1/scopes/p/sessions", params={"order": "oldest", "limit": 2}).json()
+        assert [s["session"] for s in oldest["sessions"]] == ["a", "b"]
+        tail = api.get("/v1/scopes/p/sessions", params={"order": "oldest", "offset": 2}).json()
+        assert [s["session"] for s in tail["sessions"]] == ["c"]
+
+    def test_create_with_a_policy_then_delete(self, api: TestClient) -> None:
+        made = api.put("/v1/scopes/p/sessions/s", json={"policy": "summary_buffer"})
+        assert made.status_code == 200 and made.json()["policy"]["name"] == "summary_buffer"
+        assert api.get("/v1/scopes/p/sessions/s/stats").json()["policy"] == "summary_buffer"
+        assert api.delete("/v1/scopes/p/sessions/s").json() == {"success": True}
+        assert api.get("/v1/scopes/p/sessions/s").status_code == 404
+
+    def test_delete_a_whole_scope(self, api: TestClient) -> None:
+        _seed(api)
+        api.post("/v1/scopes/phoenix/memories", json={"content": "Pro costs $14."})
+        gone = api.delete("/v1/scopes/phoenix").json()
+        assert gone == {"success": True, "sessions": 1, "memories": 1}
+        assert api.get("/v1/scopes").json()["scopes"] == []
+
+
+class TestPromptAndRetrieval:
+    def test_context_fits_and_accounts_for_every_section(self, api: TestClient) -> None:
+        ids = _seed(api)
+        api.post("/v1/scopes/phoenix/memories", json={"content": "The team ships on Fridays."})
+        ctx = api.post(
+            "/v1/scopes/phoenix/sessions/chat-1/context",
+            json={"budget": 2000, "reserve": 500, "system": "Be brief.", "model": "gpt-4o-mini"},
+        ).json()
+        assert ctx["tokens"] <= 1500 and ctx["message_ids"] == ids
+        assert ctx["messages"][0] == {"role": "system", "content": "Be brief."}
+        assert [s["title"] for s in ctx["sections"]] and all(
+            s["tokens"] > 0 for s in ctx["sections"]
+        )
+
+    def test_search_by_date_extended_stats(self, api: TestClient) -> None:
+        ids = _seed(api)
+        hits = api.get("/v1/scopes/phoenix/search", params={"q": "pricing"}).json()["hits"]
+        assert hits[0]["message"]["id"] == ids[0] and "[pricing]" in hits[0]["snippet"]
+        only_assistant = api.get(
+            "/v1/scopes/phoenix/sessions/chat-1/search",
+            params={"q": "pricing", "role": "assistant"},
+        ).json()["hits"]
+        assert only_assistant == []
+        day = api.get(
+            "/v1/scopes/phoenix/sessions/chat-1/by-date",
+            params={"when": "2025-03-06", "tz": "Europe/Paris"},
+        ).json()
+        assert [m["id"] for m in day["messages"]] == [ids[2]]
+        assert day["start"].startswith("2025-03-05T23:00:00")
+        older = api.get(
+            "/v1/scopes/phoenix/sessions/chat-1/extended", params={"before_id": ids[2]}
+        ).json()
+        assert [m["id"] for m in older["messages"]] == ids[:2]
+        stats = api.get("/v1/scopes/phoenix/sessions/chat-1/stats").json()
+        assert stats["total_messages"] == 3
+
+    def test_a_bad_date_phrase_is_a_422_naming_it(self, api: TestClient) -> None:
+        _seed(api)
+        bad = api.get("/v1/scopes/phoenix/sessions/chat-1/by-date", params={"when": "blorp day"})
+        assert bad.status_code == 422 and bad.json()["error"]["type"] == "invalid_date"
+
+    def test_tool_dispatcher(self, api: TestClient) -> None:
+        ids = _seed(api)
+        out = api.post(
+            "/v1/scopes/phoenix/sessions/chat-1/tools/get_message_by_id",
+            json={"arguments": {"message_id": ids[1]}},
+        ).json()
+        assert "$14" in out["text"] and out["name"] == "get_message_by_id"
+        unknown = api.post("/v1/scopes/phoenix/sessions/chat-1/tools/rm_rf", json={}).json()
+        assert unknown["result"]["error"]["type"] == "unknown_tool"
+
+
+class TestCompactionAndMemories:
+    def test_compact_state_and_end(self, api: TestClient, sqlite_engram: Engram) -> None:
+        api.put("/v1/scopes/p/sessions/s", json={"policy": "summary_buffer"})
+        words = "The roadmap covers pricing, hiring and the Phoenix launch in detail. " * 40
+        for turn in range(6):
+            api.post(
+                "/v1/scopes/p/sessions/s/messages",
+                json={
+                    "messages": [
+                        {"role": "user", "content": f"{turn} {words}"},
+                        {"role": "assistant", "content": f"Noted {turn}. {words}"},
+                    ]
+                },
+            )
+        done = api.post("/v1/scopes/p/sessions/s/compact", json={}).json()
+        state = api.get("/v1/scopes/p/sessions/s/compaction").json()
+        assert state["summary_version"] >= 1 and state["watermark"] == done["watermark"] > 0
+        assert api.get("/v1/scopes/p/sessions/s/agent-state").json()["facts"] == []
+        ended = api.post("/v1/scopes/p/sessions/s/end", json={"reason": "done"})
+        assert ended.status_code == 202
+        assert ended.json()["memories_url"] == "/v1/scopes/p/memories"
+        assert sqlite_engram.wait_idle(30)
+        assert len(api.get("/v1/scopes/p/memories").json()["memories"]) == 1
+
+    def test_the_admin_api_shapes(self, api: TestClient) -> None:
+        made = api.post("/v1/scopes/app/memories", json={"content": "Prefers short answers."})
+        assert made.status_code == 201
+        memory = made.json()
+        assert set(memory) >= {"id", "content", "createdAt", "updatedAt"}
+        edited = api.patch(
+            f"/v1/scopes/app/memories/{memory['id']}", json={"content": "Prefers bullet points."}
+        ).json()
+        assert edited["content"] == "Prefers bullet points."
+        listed = api.get("/v1/scopes/app/memories").json()
+        assert [m["id"] for m in listed["memories"]] == [memory["id"]]
+        assert api.delete(f"/v1/scopes/app/memories/{memory['id']}").json() == {"success": True}
+        api.post("/v1/scopes/app/memories", json={"content": "Works in Paris."})
+        api.post("/v1/scopes/app/memories", json={"content": "Ships on Fridays."})
+        assert api.delete("/v1/scopes/app/memories").json() == {"success": True, "deletedCount": 2}
+        events = [e["event"] for e in api.get("/v1/scopes/app/memories/audit").json()["events"]]
+        assert events[0] == "purge" and "update" in events and "delete" in events
+        missing = api.delete(f"/v1/scopes/app/memories/{memory['id']}")
+        assert missing.status_code == 404 and missing.json()["error"]["type"] == "memory_not_found"
+
+
+class TestService:
+    def test_health_ready_metrics_openapi(self, api: TestClient) -> None:
+        assert api.get("/healthz").json() == {"status": "ok"}
+        assert api.get("/readyz").json() == {"status": "ready"}
+        _seed(api)
+        api.post("/v1/scopes/phoenix/sessions/chat-1/context", json={"budget": 500})
+        text = api.get("/metrics").text
+        assert "engram_messages_stored_total 3.0" in text
+        assert 'route="/v1/scopes/{scope}/sessions/{session}/messages",status="201"' in text
+        assert "engram_prompt_tokens_sent_total" in text and "engram_llm_calls_total" in text
+        assert "engram_memory_memories_created_total" in text
+        doc = api.get("/openapi.json").json()
+        assert "/v1/scopes/{scope}/memories" in doc["paths"]
+        assert api.get("/docs").status_code == 200
+
+    def test_readyz_is_503_when_the_store_is_gone(
+        self, sqlite_engram: Engram, make_client: Callable[..., TestClient]
+    ) -> None:
+        api = make_client(sqlite_engram)
+        sqlite_engram.store.close()
+        answer = api.get("/readyz")
+        assert answer.status_code == 503 and answer.json()["error"]["type"] == "not_ready"
+
+
+class TestErrors:
+    def test_unknown_route_and_bad_json_share_the_error_shape(self, api: TestClient) -> None:
+        missing = api.get("/v1/nothing")
+        assert missing.status_code == 404 and set(missing.json()["error"]) == {
+            "type",
+            "message",
+            "field",
+        }
+        broken = api.post(
+            MESSAGES, content=b"{not json", headers={"content-type": "application/json"}
+        )
+        assert broken.status_code == 422 and broken.json()["error"]["type"] == "invalid_request"
+        paged = api.get(MESSAGES, params={"limit": 100_000})
+        assert paged.status_code == 422 and paged.json()["error"]["field"] == "limit"
+
+    def test_a_body_over_the_limit_is_413(
+        self, sqlite_engram: Engram, make_client: Callable[..., TestClient]
+    ) -> None:
+        from engram.server import ServerSettings, create_app
+
+        small = TestClient(create_app(sqlite_engram, ServerSettings(max_body_bytes=1000)))
+        declared = small.post(MESSAGES, json={"role": "user", "content": "x" * 2000})
+        assert declared.status_code == 413
+        assert declared.json()["error"]["type"] == "payload_too_large"
+
+        def chunks():  # type: ignore[no-untyped-def]
+            yield b'{"role": "user", "content": "'
+            yield b"x" * 2000
+            yield b'"}'
+
+        streamed = small.post(
+            MESSAGES, content=chunks(), headers={"content-type": "application/json"}
+        )
+        assert streamed.status_code == 413
+        assert small.get(MESSAGES).json()["messages"] == []
+        small.close()
+
+    def test_a_batch_over_the_limit_is_refused(self, api: TestClient) -> None:
+        from engram.server.settings import MAX_BATCH
+
+        many = [{"role": "user", "content": "x"}] * (MAX_BATCH + 1)
+        refused = api.post(MESSAGES, json={"messages": many})
+        assert refused.status_code == 422 and refused.json()["error"]["field"] == "messages"
