@@ -16,6 +16,11 @@ ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
 
 JSON = dict[str, Any]
 
+#: ``kind`` of the session state document holding the agent state (tasks, facts, tools).
+AGENT_STATE_KIND = "agent_state"
+#: ``origin`` of a compaction state imported from a seed 002 document (watermark 0).
+IMPORTED_ORIGIN = "imported"
+
 
 @dataclass(frozen=True, slots=True)
 class NewMessage:

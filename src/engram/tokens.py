@@ -32,7 +32,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from typing import Any, Protocol, runtime_checkable
 
@@ -338,6 +338,23 @@ def count_messages(counter: TokenCounter, messages: Iterable[Mapping[str, Any]])
             tool_call_id=message.get("tool_call_id"),
         )
     return total
+
+
+def longest_prefix(text: str, fits: Callable[[str], bool], tokens: int) -> int:
+    """Length of the longest prefix of ``text`` that ``fits``, for a cut near ``tokens`` tokens.
+
+    A token is rarely over 16 characters, so the prefix is searched in the
+    first ``tokens * 16`` characters instead of counting the whole (possibly
+    huge) text. ``fits`` must hold for shorter prefixes when it holds for longer.
+    """
+    low, high = 0, min(len(text), tokens * 16)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(text[:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 # Cookbook constants for function definitions ("How to count tokens with tiktoken").

@@ -26,12 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engram.errors import InvalidQuery
+from engram.models import AGENT_STATE_KIND as AGENT_STATE_KIND  # still importable from here
 from engram.models import JSON
 
 log = logging.getLogger(__name__)
 
-#: ``kind`` of the state record in the store.
-AGENT_STATE_KIND = "agent_state"
 #: Finished tasks are pruned this many seconds after their last update.
 TASK_RETENTION_SECONDS = 24 * 3600
 #: Task statuses (stored lowercase; the seed's "Running"/"Completed" are accepted).

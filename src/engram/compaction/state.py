@@ -21,7 +21,7 @@ from typing import Any
 
 from engram.compaction.important import empty_important_data, validate_important_data
 from engram.errors import LLMBadResponse
-from engram.models import JSON
+from engram.models import IMPORTED_ORIGIN, JSON
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def fresh_state() -> CompactionState:
 
 
 #: ``origin`` of a state imported from a seed 002 document (its summary has watermark 0).
-IMPORTED = "imported"
+IMPORTED = IMPORTED_ORIGIN
 
 
 def parse_state(data: Any) -> CompactionState:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from engram.errors import InvalidMessage
+from engram.errors import ImportFormatError, InvalidMessage
 from engram.models import JSON, ROLES, NewMessage
 from engram.validation import build_message, check_id
 
@@ -35,6 +36,10 @@ MAX_FILE_BYTES = 2 * 1024**3
 
 # Unix timestamps beyond this are almost surely milliseconds or garbage (year 2286+).
 _MAX_UNIX_SECONDS = 10_000_000_000
+
+
+#: Makes the error for one line of a file from its reason.
+LineError = Callable[[str], ImportFormatError]
 
 
 @dataclass(slots=True)
@@ -76,6 +81,30 @@ def import_key(message: JSON, *, ident: str | int | None = None, position: int =
         ensure_ascii=True,
     )
     return "hash:" + hashlib.sha256(basis.encode()).hexdigest()[:32]
+
+
+def json_lines(data: bytes, file: str) -> Iterator[tuple[int, Any, LineError]]:
+    """Each non-blank line of JSONL ``data``: its number, its JSON value, an error naming it.
+
+    Raises:
+        ImportFormatError: a line is not UTF-8 or not JSON.
+
+    """
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        fail: LineError = functools.partial(_line_error, file, number)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise fail(f"invalid UTF-8 at byte {exc.start}") from exc
+        yield number, json_line(text, fail), fail
+
+
+def _line_error(file: str, line: int, message: str) -> ImportFormatError:
+    return ImportFormatError(message, file=file, line=line)
 
 
 def json_line(text: str, fail: Any) -> Any:

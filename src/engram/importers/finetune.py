@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from engram.errors import ImportFormatError
 from engram.importers.common import (
     ImportBatch,
     check_session_id,
-    json_line,
+    json_lines,
     keyed,
     message_from_openai,
 )
@@ -25,19 +24,7 @@ def parse_finetune(
 
     """
     batches: list[ImportBatch] = []
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-
-        def fail(message: str, number: int = number) -> ImportFormatError:
-            return ImportFormatError(message, file=file, line=number)
-
-        try:
-            obj = json_line(raw.decode("utf-8"), fail)
-        except UnicodeDecodeError as exc:
-            raise fail(f"invalid UTF-8 at byte {exc.start}") from exc
+    for number, obj, fail in json_lines(data, file):
         if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
             raise fail('expected a fine-tuning line {"messages": [...]}')
         named = obj.get("session", obj.get("id"))

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engram.errors import ImportFormatError
 from engram.importers.common import (
     ImportBatch,
     check_session_id,
-    json_line,
+    json_lines,
     keyed,
     message_from_openai,
 )
@@ -26,20 +25,7 @@ def parse_jsonl(
     """
     batches: dict[str, ImportBatch] = {}
     calls: dict[str, set[str]] = {}  # session -> tool call ids seen so far
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-
-        def fail(message: str, number: int = number) -> ImportFormatError:
-            return ImportFormatError(message, file=file, line=number)
-
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise fail(f"invalid UTF-8 at byte {exc.start}") from exc
-        obj = json_line(text, fail)
+    for _number, obj, fail in json_lines(data, file):
         if not isinstance(obj, dict):
             raise fail(f"expected a JSON object (one message per line), got {type(obj).__name__}")
         if isinstance(obj.get("messages"), list) and "role" not in obj:

@@ -48,15 +48,14 @@ from engram.models import (
     StateRecord,
     frozen_metadata,
 )
-from engram.search_query import terms as extract_terms
 from engram.store import jsondoc
 from engram.store.batch_check import check_batch, json_value
+from engram.store.common import clamp as _clamp
+from engram.store.common import now as _now
+from engram.store.common import scan_search
+from engram.store.common import utc as _utc
 from engram.store.jsondir_files import SCOPE_FILE, SESSIONS_DIR, JsonDirFiles, fsync_dir
-from engram.store.jsondir_files import clamp as _clamp
-from engram.store.jsondir_files import now as _now
-from engram.store.jsondir_files import utc as _utc
 from engram.store.jsondir_scope import JsonDirScopeData
-from engram.store.snippets import Stemmer, score_message
 
 
 class JsonDirStore(JsonDirScopeData, JsonDirFiles):
@@ -364,28 +363,17 @@ class JsonDirStore(JsonDirScopeData, JsonDirFiles):
         limit: int = 10,
     ) -> list[SearchHit]:
         """Full-text search by scan: any query word matches on its stem; best first."""
-        stemmer = Stemmer()
-        wanted_stems = stemmer.stems(extract_terms(query))
-        if not wanted_stems or _clamp(limit) == 0:
-            return []
-        wanted_roles = set(roles) if roles is not None else None
-        low = _utc(start) if start is not None else None
-        high = _utc(end) if end is not None else None
-        scored: list[tuple[float, int, Message, str]] = []
-        for message in self._scope_messages(scope, session):
-            if wanted_roles is not None and message.role not in wanted_roles:
-                continue
-            if (low is not None and message.created_at < low) or (
-                high is not None and message.created_at >= high
-            ):
-                continue
-            hit = score_message(stemmer, wanted_stems, message)
-            if hit is not None:
-                scored.append((hit[0], message.id, message, hit[1]))
-        scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+        found = scan_search(
+            self._scope_messages(scope, session),
+            query,
+            roles=roles,
+            start=start,
+            end=end,
+            limit=limit,
+        )
         return [
             SearchHit(message=message, score=score, snippet=snippet)
-            for score, _, message, snippet in scored[: _clamp(limit)]
+            for score, message, snippet in found
         ]
 
     # -- session state --------------------------------------------------------------

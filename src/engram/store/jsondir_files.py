@@ -17,12 +17,11 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from engram.errors import CorruptedData, StoreError
-from engram.store.base import MAX_PAGE
+from engram.store.common import now
 from engram.store.filenames import encode_id
 
 MARKER = ".engram-jsondir.json"
@@ -33,21 +32,6 @@ SESSIONS_DIR = "sessions"
 MEMORIES_FILE = "memories.json"
 AUDIT_FILE = "audit.json"
 USAGE_FILE = "usage.json"
-
-
-def now() -> datetime:
-    """The current time in UTC."""
-    return datetime.now(UTC)
-
-
-def utc(value: datetime) -> datetime:
-    """``value`` in UTC (a naive time is taken as UTC)."""
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def clamp(limit: int) -> int:
-    """A page size between 0 and MAX_PAGE."""
-    return max(0, min(int(limit), MAX_PAGE))
 
 
 def fsync_dir(path: Path) -> None:

@@ -16,10 +16,11 @@ from engram.errors import CorruptedData
 from engram.models import JSON, MemoryRecord, UsageRecord, frozen_metadata
 from engram.store import jsondoc
 from engram.store.batch_check import json_value
+from engram.store.common import clamp as _clamp
+from engram.store.common import now as _now
+from engram.store.common import split_audit_event
+from engram.store.common import utc as _utc
 from engram.store.jsondir_files import AUDIT_FILE, MEMORIES_FILE, USAGE_FILE, JsonDirFiles
-from engram.store.jsondir_files import clamp as _clamp
-from engram.store.jsondir_files import now as _now
-from engram.store.jsondir_files import utc as _utc
 from engram.store.usage_totals import usage_summary
 
 
@@ -139,13 +140,7 @@ class JsonDirScopeData(JsonDirFiles):
 
     def add_audit(self, scope: str, event: Mapping[str, Any]) -> None:
         """Append an event to the scope's audit trail (an ISO ``at`` in the event is kept)."""
-        body = json.loads(json.dumps(dict(event), default=str))
-        body.pop("id", None)
-        at = body.pop("at", None)
-        try:
-            stamp = jsondoc.parse_time(at, "at") if at is not None else _now()
-        except CorruptedData:
-            stamp = _now()
+        body, stamp = split_audit_event(json.loads(json.dumps(dict(event), default=str)))
         with self._locked():
             rows = self._scope_file(scope, AUDIT_FILE, "events")
             (new_id,) = self._next_ids("audit", 1)

@@ -36,10 +36,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from engram.compaction.agentstate import AGENT_STATE_KIND
-from engram.compaction.state import IMPORTED
 from engram.errors import CorruptedData
-from engram.models import JSON, Message, SessionInfo, StateRecord
+from engram.models import AGENT_STATE_KIND, IMPORTED_ORIGIN, JSON, Message, SessionInfo, StateRecord
 
 FORMAT = "engram.session"
 FORMAT_VERSION = 1
@@ -259,7 +257,7 @@ def document_states(doc: Mapping[str, Any], *, where: str) -> list[StateRecord]:
                     "summary": summary,
                     "summary_version": 1,
                     "watermark": 0,
-                    "origin": IMPORTED,
+                    "origin": IMPORTED_ORIGIN,
                 },
                 updated_at=now,
             )

@@ -14,7 +14,7 @@ import json
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from engram.errors import ConfigError
@@ -29,11 +29,12 @@ from engram.models import (
     UsageRecord,
     frozen_metadata,
 )
-from engram.search_query import terms as extract_terms
-from engram.store.base import MAX_PAGE
 from engram.store.batch_check import check_batch, json_value
+from engram.store.common import clamp as _clamp
+from engram.store.common import now as _now
+from engram.store.common import scan_search, split_audit_event
+from engram.store.common import utc as _utc
 from engram.store.memory_keys import MemoryApiKeys
-from engram.store.snippets import Stemmer, score_message
 from engram.store.usage_totals import usage_summary
 
 
@@ -63,18 +64,6 @@ class _Data:
 
 _NAMED: dict[str, _Data] = {}
 _NAMED_GUARD = threading.Lock()
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _utc(value: datetime) -> datetime:
-    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def _clamp(limit: int) -> int:
-    return max(0, min(int(limit), MAX_PAGE))
 
 
 def _copy(message: Message) -> Message:
@@ -264,27 +253,12 @@ class MemoryStore(MemoryApiKeys):
         limit: int = 10,
     ) -> list[SearchHit]:
         """Any query word matches on its stem, in content or speaker name; best first."""
-        stemmer = Stemmer()
-        wanted = stemmer.stems(extract_terms(query))
-        if not wanted or _clamp(limit) == 0:
-            return []
-        low = _utc(start) if start is not None else None
-        high = _utc(end) if end is not None else None
-        scored: list[tuple[float, int, Message, str]] = []
-        for message in self._scope_rows(scope, session):
-            if roles is not None and message.role not in roles:
-                continue
-            if (low is not None and message.created_at < low) or (
-                high is not None and message.created_at >= high
-            ):
-                continue
-            hit = score_message(stemmer, wanted, message)
-            if hit is not None:
-                scored.append((hit[0], message.id, message, hit[1]))
-        scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
+        found = scan_search(
+            self._scope_rows(scope, session), query, roles=roles, start=start, end=end, limit=limit
+        )
         return [
             SearchHit(message=_copy(message), score=score, snippet=snippet)
-            for score, _, message, snippet in scored[: _clamp(limit)]
+            for score, message, snippet in found
         ]
 
     # -- session state ----------------------------------------------------------------
@@ -390,13 +364,7 @@ class MemoryStore(MemoryApiKeys):
 
     def add_audit(self, scope: str, event: Mapping[str, Any]) -> None:
         """Append an event to the scope's audit trail (an ISO ``at`` in the event is kept)."""
-        body = json.loads(json.dumps(dict(event), default=str))
-        body.pop("id", None)
-        at = body.pop("at", None)
-        try:
-            stamp = _utc(datetime.fromisoformat(at)) if isinstance(at, str) else _now()
-        except ValueError:
-            stamp = _now()
+        body, stamp = split_audit_event(json.loads(json.dumps(dict(event), default=str)))
         with self._data.lock:
             (new_id,) = self._data.ids("audit", 1)
             self._data.audit.append((scope, new_id, stamp, body))

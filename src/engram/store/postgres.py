@@ -40,6 +40,8 @@ from engram.models import (
 )
 from engram.search_query import terms as extract_terms
 from engram.store.batch_check import check_batch, json_value
+from engram.store.common import clamp as _clamp
+from engram.store.common import utc as _utc
 from engram.store.postgres_connection import (
     DEFAULT_MAX_SIZE,
     DEFAULT_MIN_SIZE,
@@ -59,19 +61,10 @@ from engram.store.postgres_keys import PostgresApiKeys
 from engram.store.postgres_migrations import migrate
 from engram.store.postgres_rows import MESSAGE_COLUMNS as _MESSAGE_COLUMNS
 from engram.store.postgres_rows import SESSION_COLUMNS as _SESSION_COLUMNS
-from engram.store.postgres_rows import clamp as _clamp
 from engram.store.postgres_rows import message as _message
 from engram.store.postgres_rows import session as _session
-from engram.store.postgres_rows import utc as _utc
 from engram.store.postgres_scope import PostgresScopeData
-from engram.store.snippets import Stemmer, highlight
-
-#: Text-search configuration made by migration 001 (English stems, no stop words).
-TS_CONFIG = "engram_english"
-#: ``ts_headline`` options: ``[``/``]`` around matches, a short fragment.
-HEADLINE_OPTIONS = (
-    "StartSel=[, StopSel=], MaxWords=30, MinWords=12, ShortWord=2, HighlightAll=false"
-)
+from engram.store.postgres_search import HEADLINE_OPTIONS, search_hits, search_sql
 
 _OPTIONS = frozenset({"min_size", "max_size", "timeout", "migrate_schema"})
 
@@ -333,30 +326,25 @@ class PostgresStore(PostgresScopeData, PostgresApiKeys, PostgresConnections):
         self, scope: str, session: str, *, limit: int, before_id: int | None = None
     ) -> list[Message]:
         """The newest ``limit`` messages with ``id < before_id`` (or all), oldest first."""
-        sql = f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE scope = %s AND session = %s"
-        params: list[Any] = [scope, session]
-        if before_id is not None:
-            sql += " AND id < %s"
-            params.append(int(before_id))
-        sql += " ORDER BY id DESC LIMIT %s"
-        params.append(_clamp(limit))
-
-        def work(conn: Conn) -> list[Message]:
-            rows = conn.execute(sql, params).fetchall()
-            return [_message(row) for row in reversed(rows)]
-
-        return self._read(work)
+        rows = self._history(scope, session, "id < %s", before_id, "id DESC", limit)
+        return rows[::-1]
 
     def page(
         self, scope: str, session: str, *, after_id: int | None = None, limit: int = 100
     ) -> list[Message]:
         """The oldest ``limit`` messages with ``id > after_id`` (or all), oldest first."""
+        return self._history(scope, session, "id > %s", after_id, "id", limit)
+
+    def _history(
+        self, scope: str, session: str, bound: str, bound_id: int | None, order: str, limit: int
+    ) -> list[Message]:
+        """One page of a session's messages: ``bound`` applies when ``bound_id`` is given."""
         sql = f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE scope = %s AND session = %s"
         params: list[Any] = [scope, session]
-        if after_id is not None:
-            sql += " AND id > %s"
-            params.append(int(after_id))
-        sql += " ORDER BY id LIMIT %s"
+        if bound_id is not None:
+            sql += f" AND {bound}"
+            params.append(int(bound_id))
+        sql += f" ORDER BY {order} LIMIT %s"
         params.append(_clamp(limit))
 
         def work(conn: Conn) -> list[Message]:
@@ -428,83 +416,18 @@ class PostgresStore(PostgresScopeData, PostgresApiKeys, PostgresConnections):
         terms = extract_terms(query)
         if not terms or _clamp(limit) == 0:
             return []
-        names = [f"t{i}" for i in range(len(terms))]
-        params: dict[str, Any] = dict(zip(names, terms, strict=True))
-        any_query = " || ".join(f"plainto_tsquery('{TS_CONFIG}', %({n})s)" for n in names)
-        all_query = " && ".join(f"plainto_tsquery('{TS_CONFIG}', %({n})s)" for n in names)
-        filters = ["m.scope = %(scope)s"]
-        params.update(scope=scope, limit=_clamp(limit), options=HEADLINE_OPTIONS)
-        if session is not None:
-            filters.append("m.session = %(session)s")
-            params["session"] = session
-        if roles is not None:
-            filters.append("m.role = ANY(%(roles)s)")
-            params["roles"] = list(roles)
-        if start is not None:
-            filters.append("m.created_at >= %(start)s")
-            params["start"] = _utc(start)
-        if end is not None:
-            filters.append("m.created_at < %(end)s")
-            params["end"] = _utc(end)
-        where = " AND ".join(filters)
-        # Messages holding every word rank first, then the others, each by the score
-        # of the any-word query. Two index scans instead of scoring every any-word
-        # match: the second runs only when the first leaves room (a one-time filter),
-        # and only for several words. numnode = 0: only stop words, nothing to scan.
-        some = ""
-        if len(terms) > 1:
-            some = f"""
-            UNION ALL (
-                SELECT m.id, ts_rank_cd(m.search, q.query) AS score, false AS has_all
-                FROM messages m, q
-                WHERE numnode(q.query) > 0
-                  AND (SELECT count(*) FROM every_hit) < %(limit)s
-                  AND m.search @@ q.query AND NOT (m.search @@ q.every) AND {where}
-                ORDER BY score DESC, m.id DESC
-                LIMIT %(limit)s
-            )"""
-        columns = ", ".join(f"m.{c.strip()}" for c in _MESSAGE_COLUMNS.split(","))
-        sql = f"""
-            WITH q AS NOT MATERIALIZED (SELECT ({any_query}) AS query, ({all_query}) AS every),
-            every_hit AS (
-                SELECT m.id, ts_rank_cd(m.search, q.query) AS score, true AS has_all
-                FROM messages m, q
-                WHERE numnode(q.query) > 0 AND m.search @@ q.every AND {where}
-                ORDER BY score DESC, m.id DESC
-                LIMIT %(limit)s
-            ),
-            top AS (
-                (SELECT * FROM every_hit){some}
-                ORDER BY has_all DESC, score DESC, id DESC
-                LIMIT %(limit)s
-            )
-            SELECT {columns}, top.score, top.has_all,
-                   ts_headline('{TS_CONFIG}', m.content, q.query, %(options)s) AS snippet
-            FROM top JOIN messages m ON m.id = top.id, q
-            ORDER BY top.has_all DESC, top.score DESC, top.id DESC
-        """
+        params: dict[str, Any] = {
+            "scope": scope,
+            "limit": _clamp(limit),
+            "options": HEADLINE_OPTIONS,
+        }
+        sql = search_sql(terms, params, session=session, roles=roles, start=start, end=end)
 
         def work(conn: Conn) -> list[SearchHit]:
             # Never prepared: a generic plan would keep plainto_tsquery($1) as a per-row
             # filter and guess selectivity; with the words as constants the planner
             # folds the tsquery and estimates from the tsvector statistics.
-            rows = conn.execute(sql, params, prepare=False).fetchall()
-            stemmer = Stemmer()
-            wanted = stemmer.stems(terms)
-            hits = []
-            for row in rows:
-                snippet = str(row[13])
-                if "[" not in snippet:
-                    # ts_headline tokenizes the raw text (``3.14`` is one token): mark in Python.
-                    snippet = highlight(row[4], stemmer.words(row[4]), wanted, name=row[7])
-                hits.append(
-                    SearchHit(
-                        message=_message(row[:11]),
-                        score=float(row[11]) + (1.0 if row[12] else 0.0),
-                        snippet=snippet,
-                    )
-                )
-            return hits
+            return search_hits(conn.execute(sql, params, prepare=False).fetchall(), terms)
 
         return self._read(work)
 

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from engram.models import ApiKeyRecord
+from engram.store.common import utc as _utc
+from engram.store.common import utc_or_none as _utc_or_none
 from engram.store.postgres_connection import Conn, Jsonb, PostgresConnections
-from engram.store.postgres_rows import utc as _utc
-from engram.store.postgres_rows import utc_or_none as _utc_or_none
 
 _COLUMNS = "id, prefix, label, admin, scopes, writable, created_at, revoked_at"
 

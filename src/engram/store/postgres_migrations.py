@@ -27,6 +27,13 @@ Migration = Callable[[psycopg.Connection[tuple[object, ...]]], None]
 
 def m001_initial(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     """Sessions, messages (weighted tsvector + GIN index), state, memories, audit, usage."""
+    _create_search_config(conn)
+    _create_history(conn)
+    _create_scope_data(conn)
+
+
+def _create_search_config(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """The text search configuration: English stems, no stop words."""
     # English stemming without a stop-word list: every word a person types is searchable,
     # as with the SQLite (FTS5 porter) and jsondir backends.
     conn.execute(
@@ -37,6 +44,10 @@ def m001_initial(conn: psycopg.Connection[tuple[object, ...]]) -> None:
         "ALTER TEXT SEARCH CONFIGURATION engram_english ALTER MAPPING FOR "
         "asciiword, asciihword, hword_asciipart, word, hword, hword_part WITH engram_stem"
     )
+
+
+def _create_history(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Sessions, their messages (with the search vector) and state documents."""
     conn.execute(
         """
         CREATE TABLE sessions (
@@ -96,6 +107,10 @@ def m001_initial(conn: psycopg.Connection[tuple[object, ...]]) -> None:
         )
         """
     )
+
+
+def _create_scope_data(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Memories, their audit trail and LLM usage: rows of a scope, not of a session."""
     conn.execute(
         """
         CREATE TABLE memories (

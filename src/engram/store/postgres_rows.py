@@ -9,11 +9,10 @@ returned in UTC.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from engram.models import MemoryRecord, Message, SessionInfo
-from engram.store.base import MAX_PAGE
+from engram.store.common import utc, utc_or_none
 
 MESSAGE_COLUMNS = (
     "id, scope, session, role, content, created_at, tokens, name, tool_calls, tool_call_id, "
@@ -24,23 +23,6 @@ SESSION_COLUMNS = (
     "first_message_at, last_message_at"
 )
 MEMORY_COLUMNS = "id, scope, content, created_at, updated_at, source_session, metadata"
-
-
-def utc(value: datetime) -> datetime:
-    """Aware UTC datetime (naive values are taken as UTC, as everywhere in Engram)."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
-
-
-def utc_or_none(value: datetime | None) -> datetime | None:
-    """:func:`utc` of a timestamp that may be NULL."""
-    return None if value is None else utc(value)
-
-
-def clamp(limit: int) -> int:
-    """``limit`` as a page size: at least 0, at most :data:`~engram.store.base.MAX_PAGE`."""
-    return max(0, min(int(limit), MAX_PAGE))
 
 
 def message(row: Sequence[Any]) -> Message:
@@ -86,15 +68,3 @@ def memory(row: Sequence[Any]) -> MemoryRecord:
         source_session=row[5],
         metadata=dict(row[6] or {}),
     )
-
-
-def parse_at(value: object) -> datetime:
-    """An audit event's own ``at`` (kept when copying stores), else now."""
-    if isinstance(value, datetime):
-        return utc(value)
-    if isinstance(value, str):
-        try:
-            return utc(datetime.fromisoformat(value.replace("Z", "+00:00")))
-        except ValueError:
-            pass
-    return datetime.now(UTC)

@@ -15,12 +15,12 @@ from typing import Any
 
 from engram.models import JSON, MemoryRecord, UsageRecord, frozen_metadata
 from engram.store.batch_check import json_value
+from engram.store.common import clamp as _clamp
+from engram.store.common import split_audit_event
+from engram.store.common import utc as _utc
 from engram.store.postgres_connection import Conn, Jsonb, PostgresConnections
 from engram.store.postgres_rows import MEMORY_COLUMNS as _MEMORY_COLUMNS
-from engram.store.postgres_rows import clamp as _clamp
 from engram.store.postgres_rows import memory as _memory
-from engram.store.postgres_rows import parse_at as _parse_at
-from engram.store.postgres_rows import utc as _utc
 from engram.store.usage_totals import usage_summary
 
 
@@ -144,9 +144,7 @@ class PostgresScopeData(PostgresConnections):
 
     def add_audit(self, scope: str, event: Mapping[str, Any]) -> None:
         """Append an event to the scope's audit trail (an ISO ``at`` in the event is kept)."""
-        body = dict(event)
-        body.pop("id", None)
-        at = _parse_at(body.pop("at", None))
+        body, at = split_audit_event(event)
 
         def work(conn: Conn) -> None:
             conn.execute(

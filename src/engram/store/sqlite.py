@@ -38,8 +38,10 @@ from typing import Any
 from engram.errors import ConfigError, InvalidMessage, StoreError
 from engram.models import JSON, Message, NewMessage, SearchHit, SessionInfo, StateRecord
 from engram.search_query import terms
+from engram.store.common import clamp as _clamp
+from engram.store.common import now as _now
+from engram.store.common import utc as _utc
 from engram.store.sqlite_connection import BUSY_TIMEOUT_MS, SQLiteConnections
-from engram.store.sqlite_connection import clamp as _clamp
 from engram.store.sqlite_connection import guarded as _guarded
 from engram.store.sqlite_keys import SQLiteApiKeys
 from engram.store.sqlite_migrations import migrate
@@ -51,12 +53,10 @@ from engram.store.sqlite_rows import json_dict as _json_dict
 from engram.store.sqlite_rows import message as _message
 from engram.store.sqlite_rows import message_row as _message_row
 from engram.store.sqlite_rows import messages as _messages
-from engram.store.sqlite_rows import now as _now
 from engram.store.sqlite_rows import parse_ts as _parse_ts
 from engram.store.sqlite_rows import roles_clause as _roles_clause
 from engram.store.sqlite_rows import session_info as _session_info
 from engram.store.sqlite_rows import ts as _ts
-from engram.store.sqlite_rows import utc as _utc
 from engram.store.sqlite_scope import SQLiteScopeData
 from engram.store.sqlite_search import BM25_WEIGHTS, SNIPPET_TOKENS
 from engram.store.sqlite_search import search as search_fts

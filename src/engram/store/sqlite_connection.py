@@ -28,8 +28,8 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from engram.errors import CorruptedData, StoreError
-from engram.store.base import MAX_PAGE
-from engram.store.sqlite_rows import now as _now
+from engram.store.common import clamp
+from engram.store.common import now as _now
 from engram.store.sqlite_rows import ts as _ts
 
 #: How long a write waits for another process's write lock before failing, in ms.
@@ -43,11 +43,6 @@ _FIND_SESSION = (
     "SELECT s.id FROM sessions s JOIN scopes c ON c.id = s.scope_id"
     " WHERE c.name = ? AND s.external_id = ?"
 )
-
-
-def clamp(limit: int) -> int:
-    """``limit`` as a page size: at least 0, at most :data:`~engram.store.base.MAX_PAGE`."""
-    return max(0, min(int(limit), MAX_PAGE))
 
 
 def guarded(

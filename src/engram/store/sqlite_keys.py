@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from engram.models import ApiKeyRecord
+from engram.store.common import now as _now
 from engram.store.sqlite_connection import SQLiteConnections
 from engram.store.sqlite_connection import guarded as _guarded
-from engram.store.sqlite_rows import now as _now
 from engram.store.sqlite_rows import parse_ts as _parse_ts
 from engram.store.sqlite_rows import ts as _ts
 

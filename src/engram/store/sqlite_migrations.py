@@ -50,118 +50,119 @@ def _run(conn: sqlite3.Connection, statements: Sequence[str]) -> None:
         conn.execute(statement)
 
 
+#: Every table, index and trigger of the first schema, in order.
+_INITIAL_SCHEMA: tuple[str, ...] = (
+    """CREATE TABLE scopes (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL UNIQUE,
+            created_at TEXT NOT NULL
+        )""",
+    """CREATE TABLE sessions (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            scope_id INTEGER NOT NULL REFERENCES scopes(id),
+            external_id TEXT NOT NULL,
+            policy TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            message_count INTEGER NOT NULL DEFAULT 0,
+            token_count INTEGER NOT NULL DEFAULT 0,
+            first_message_at TEXT,
+            last_message_at TEXT,
+            UNIQUE (scope_id, external_id)
+        )""",
+    "CREATE INDEX sessions_recent ON sessions(scope_id, updated_at)",
+    "CREATE INDEX sessions_recent_all ON sessions(updated_at)",
+    """CREATE TABLE messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+            content TEXT NOT NULL,
+            name TEXT,
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            created_at TEXT NOT NULL,
+            metadata TEXT,
+            tokens INTEGER NOT NULL CHECK (tokens >= 0)
+        )""",
+    "CREATE INDEX messages_session_id ON messages(session_id, id)",
+    "CREATE INDEX messages_session_time ON messages(session_id, created_at)",
+    """CREATE VIRTUAL TABLE messages_fts USING fts5(
+            content, name,
+            content='messages', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        )""",
+    """CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+            INSERT INTO messages_fts(rowid, content, name)
+            VALUES (new.id, new.content, new.name);
+        END""",
+    """CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, content, name)
+            VALUES ('delete', old.id, old.content, old.name);
+        END""",
+    """CREATE TRIGGER messages_fts_update AFTER UPDATE ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, content, name)
+            VALUES ('delete', old.id, old.content, old.name);
+            INSERT INTO messages_fts(rowid, content, name)
+            VALUES (new.id, new.content, new.name);
+        END""",
+    """CREATE TABLE session_state (
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            kind TEXT NOT NULL,
+            version INTEGER NOT NULL CHECK (version >= 1),
+            data TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, kind)
+        ) WITHOUT ROWID""",
+    """CREATE TABLE memories (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            scope_id INTEGER NOT NULL REFERENCES scopes(id),
+            content TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            source_session TEXT,
+            metadata TEXT
+        )""",
+    "CREATE INDEX memories_scope ON memories(scope_id, created_at, id)",
+    """CREATE TABLE memory_audit (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            scope_id INTEGER NOT NULL REFERENCES scopes(id),
+            at TEXT NOT NULL,
+            event TEXT NOT NULL
+        )""",
+    "CREATE INDEX memory_audit_scope ON memory_audit(scope_id, id)",
+    """CREATE TABLE llm_usage (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            scope_id INTEGER NOT NULL REFERENCES scopes(id),
+            session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
+            model TEXT NOT NULL,
+            purpose TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cost_usd REAL,
+            created_at TEXT NOT NULL
+        )""",
+    "CREATE INDEX llm_usage_scope ON llm_usage(scope_id, session_id)",
+    """CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind TEXT NOT NULL,
+            scope_id INTEGER REFERENCES scopes(id),
+            session_id INTEGER REFERENCES sessions(id) ON DELETE CASCADE,
+            payload TEXT NOT NULL DEFAULT '{}',
+            status TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'running', 'done', 'failed')),
+            run_after TEXT NOT NULL,
+            claimed_by TEXT,
+            claimed_at TEXT,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL
+        )""",
+    "CREATE INDEX jobs_ready ON jobs(status, run_after)",
+)
+
+
 def m001_initial(conn: sqlite3.Connection) -> None:
     """Create every table, index and trigger of the first schema."""
-    _run(
-        conn,
-        [
-            """CREATE TABLE scopes (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                name TEXT NOT NULL UNIQUE,
-                created_at TEXT NOT NULL
-            )""",
-            """CREATE TABLE sessions (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                scope_id INTEGER NOT NULL REFERENCES scopes(id),
-                external_id TEXT NOT NULL,
-                policy TEXT,
-                created_at TEXT NOT NULL,
-                updated_at TEXT NOT NULL,
-                message_count INTEGER NOT NULL DEFAULT 0,
-                token_count INTEGER NOT NULL DEFAULT 0,
-                first_message_at TEXT,
-                last_message_at TEXT,
-                UNIQUE (scope_id, external_id)
-            )""",
-            "CREATE INDEX sessions_recent ON sessions(scope_id, updated_at)",
-            "CREATE INDEX sessions_recent_all ON sessions(updated_at)",
-            """CREATE TABLE messages (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-                role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
-                content TEXT NOT NULL,
-                name TEXT,
-                tool_calls TEXT,
-                tool_call_id TEXT,
-                created_at TEXT NOT NULL,
-                metadata TEXT,
-                tokens INTEGER NOT NULL CHECK (tokens >= 0)
-            )""",
-            "CREATE INDEX messages_session_id ON messages(session_id, id)",
-            "CREATE INDEX messages_session_time ON messages(session_id, created_at)",
-            """CREATE VIRTUAL TABLE messages_fts USING fts5(
-                content, name,
-                content='messages', content_rowid='id',
-                tokenize='porter unicode61 remove_diacritics 2'
-            )""",
-            """CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
-                INSERT INTO messages_fts(rowid, content, name)
-                VALUES (new.id, new.content, new.name);
-            END""",
-            """CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
-                INSERT INTO messages_fts(messages_fts, rowid, content, name)
-                VALUES ('delete', old.id, old.content, old.name);
-            END""",
-            """CREATE TRIGGER messages_fts_update AFTER UPDATE ON messages BEGIN
-                INSERT INTO messages_fts(messages_fts, rowid, content, name)
-                VALUES ('delete', old.id, old.content, old.name);
-                INSERT INTO messages_fts(rowid, content, name)
-                VALUES (new.id, new.content, new.name);
-            END""",
-            """CREATE TABLE session_state (
-                session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-                kind TEXT NOT NULL,
-                version INTEGER NOT NULL CHECK (version >= 1),
-                data TEXT NOT NULL,
-                updated_at TEXT NOT NULL,
-                PRIMARY KEY (session_id, kind)
-            ) WITHOUT ROWID""",
-            """CREATE TABLE memories (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                scope_id INTEGER NOT NULL REFERENCES scopes(id),
-                content TEXT NOT NULL,
-                created_at TEXT NOT NULL,
-                updated_at TEXT NOT NULL,
-                source_session TEXT,
-                metadata TEXT
-            )""",
-            "CREATE INDEX memories_scope ON memories(scope_id, created_at, id)",
-            """CREATE TABLE memory_audit (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                scope_id INTEGER NOT NULL REFERENCES scopes(id),
-                at TEXT NOT NULL,
-                event TEXT NOT NULL
-            )""",
-            "CREATE INDEX memory_audit_scope ON memory_audit(scope_id, id)",
-            """CREATE TABLE llm_usage (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                scope_id INTEGER NOT NULL REFERENCES scopes(id),
-                session_id INTEGER REFERENCES sessions(id) ON DELETE SET NULL,
-                model TEXT NOT NULL,
-                purpose TEXT NOT NULL,
-                input_tokens INTEGER NOT NULL,
-                output_tokens INTEGER NOT NULL,
-                cost_usd REAL,
-                created_at TEXT NOT NULL
-            )""",
-            "CREATE INDEX llm_usage_scope ON llm_usage(scope_id, session_id)",
-            """CREATE TABLE jobs (
-                id INTEGER PRIMARY KEY AUTOINCREMENT,
-                kind TEXT NOT NULL,
-                scope_id INTEGER REFERENCES scopes(id),
-                session_id INTEGER REFERENCES sessions(id) ON DELETE CASCADE,
-                payload TEXT NOT NULL DEFAULT '{}',
-                status TEXT NOT NULL DEFAULT 'pending'
-                    CHECK (status IN ('pending', 'running', 'done', 'failed')),
-                run_after TEXT NOT NULL,
-                claimed_by TEXT,
-                claimed_at TEXT,
-                attempts INTEGER NOT NULL DEFAULT 0,
-                created_at TEXT NOT NULL
-            )""",
-            "CREATE INDEX jobs_ready ON jobs(status, run_after)",
-        ],
-    )
+    _run(conn, _INITIAL_SCHEMA)
 
 
 def m002_index_inserts_explicitly(conn: sqlite3.Connection) -> None:

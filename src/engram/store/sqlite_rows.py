@@ -14,6 +14,7 @@ from typing import Any
 
 from engram.errors import ConfigError, CorruptedData, InvalidMessage
 from engram.models import JSON, ROLES, MemoryRecord, Message, NewMessage, SessionInfo
+from engram.store.common import now, utc
 
 # Compact, exact JSON; NaN/Infinity refused because no other backend can store them.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
@@ -46,18 +47,6 @@ def ts(value: datetime) -> str:
     elif value.tzinfo is not UTC:
         value = value.astimezone(UTC)
     return value.isoformat(timespec="microseconds")
-
-
-def utc(value: datetime) -> datetime:
-    """``value`` as an aware UTC datetime, exactly as it will read back."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value if value.tzinfo is UTC else value.astimezone(UTC)
-
-
-def now() -> datetime:
-    """The current time, aware UTC."""
-    return datetime.now(UTC)
 
 
 def json_dict(text: str | None, what: str) -> JSON:

@@ -13,21 +13,22 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping
-from contextlib import suppress
 from datetime import datetime
 from typing import Any
 
 from engram.models import JSON, MemoryRecord, UsageRecord
+from engram.store.common import clamp as _clamp
+from engram.store.common import now as _now
+from engram.store.common import split_audit_event
+from engram.store.common import utc as _utc
 from engram.store.sqlite_connection import SQLiteConnections
-from engram.store.sqlite_connection import clamp as _clamp
 from engram.store.sqlite_connection import guarded as _guarded
 from engram.store.sqlite_rows import MEMORY_COLUMNS as _MEMORY_COLS
 from engram.store.sqlite_rows import dump as _dump
 from engram.store.sqlite_rows import json_dict as _json_dict
 from engram.store.sqlite_rows import memory as _memory
-from engram.store.sqlite_rows import now as _now
 from engram.store.sqlite_rows import ts as _ts
-from engram.store.sqlite_rows import utc as _utc
+from engram.store.usage_totals import usage_summary
 
 _SCOPE_OF = "(SELECT id FROM scopes WHERE name = ?)"
 
@@ -151,15 +152,7 @@ class SQLiteScopeData(SQLiteConnections):
         An ISO-8601 ``at`` in the event is kept as its time (imports replay old
         trails); otherwise the time is now. An ``id`` in the event is dropped.
         """
-        body = dict(event)
-        body.pop("id", None)
-        at = body.pop("at", None)
-        when = _now()
-        if isinstance(at, datetime):
-            when = at
-        elif isinstance(at, str):
-            with suppress(ValueError):
-                when = datetime.fromisoformat(at)
+        body, when = split_audit_event(event)
         text = _dump(body, "audit event")
         with self._write() as tx:
             scope_pk = self._scope_for_write(tx, scope)
@@ -221,21 +214,14 @@ class SQLiteScopeData(SQLiteConnections):
         (None) count as 0.
         """
         conn = self._conn()
-        totals: JSON = {
-            "calls": 0,
-            "input_tokens": 0,
-            "output_tokens": 0,
-            "cost_usd": 0.0,
-            "by_purpose": {},
-        }
         scope_pk = self._scope_pk(conn, scope)
         if scope_pk is None:
-            return totals
+            return usage_summary(())
         where, params = "u.scope_id = ?", [scope_pk]
         if session is not None:
             session_pk = self._lookup_session(conn, scope, session)
             if session_pk is None:
-                return totals
+                return usage_summary(())
             where += " AND u.session_id = ?"
             params.append(session_pk)
         rows = conn.execute(
@@ -244,18 +230,7 @@ class SQLiteScopeData(SQLiteConnections):
             " GROUP BY u.purpose ORDER BY u.purpose",
             params,
         )
-        for purpose, calls, tokens_in, tokens_out, cost in rows:
-            totals["by_purpose"][purpose] = {
-                "calls": calls,
-                "input_tokens": tokens_in,
-                "output_tokens": tokens_out,
-                "cost_usd": cost,
-            }
-            totals["calls"] += calls
-            totals["input_tokens"] += tokens_in
-            totals["output_tokens"] += tokens_out
-            totals["cost_usd"] += cost
-        return totals
+        return usage_summary(rows)
 
 
 __all__ = ["SQLiteScopeData"]

@@ -14,12 +14,13 @@ text the model will read:
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Literal
 
 from engram.errors import ConfigError
 from engram.models import JSON
-from engram.tokens import TokenCounter, storage_counter
+from engram.tokens import TokenCounter, longest_prefix, storage_counter
 
 #: Default cap, in tokens, of one tool result.
 DEFAULT_MAX_RESULT_TOKENS = 4000
@@ -136,7 +137,7 @@ def _cut_text(
         if allowed <= 0:
             kept = 0
             break
-        kept = _longest_prefix(text, allowed, count)
+        kept = longest_prefix(text, functools.partial(_fits, count, allowed), allowed)
         over = measured(assemble(kept)) - max_tokens
         if over <= 0:
             break
@@ -144,18 +145,8 @@ def _cut_text(
     return assemble(kept)
 
 
-def _longest_prefix(text: str, tokens: int, count: Any) -> int:
-    """Length of the longest prefix of ``text`` with at most ``tokens`` tokens."""
-    # A token is rarely over 16 characters, so the prefix is searched in a
-    # window of that size instead of counting the whole (possibly huge) text.
-    low, high = 0, min(len(text), tokens * 16)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if count(text[:middle]) <= tokens:
-            low = middle
-        else:
-            high = middle - 1
-    return low
+def _fits(count: Any, tokens: int, text: str) -> bool:
+    return bool(count(text) <= tokens)
 
 
 def _marker(field: str, message_id: Any, remaining: int, next_offset: int) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from engram.models import JSON
-from engram.tokens import TokenCounter, count_message
+from engram.tokens import TokenCounter, count_message, longest_prefix
 
 __all__ = ["CUT_MARKER", "fit_steps"]
 
@@ -77,11 +77,7 @@ def _cut(counter: TokenCounter, text: str, tokens: int) -> str:
         return text
     limit = tokens + counter.count_text(CUT_MARKER)
     # Counted with the marker: tokens can merge across the join.
-    low, high = 0, min(len(text), tokens * 16)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if counter.count_text(text[:middle] + CUT_MARKER) <= limit:
-            low = middle
-        else:
-            high = middle - 1
-    return text[:low] + CUT_MARKER
+    kept = longest_prefix(
+        text, lambda prefix: counter.count_text(prefix + CUT_MARKER) <= limit, tokens
+    )
+    return text[:kept] + CUT_MARKER
