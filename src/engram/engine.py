@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from engram.activity import Activity, scope_activity, session_activity
 from engram import scopes as scope_ops
 from engram.apikeys import ApiKeys
 from engram.background import QueueScheduler
@@ -365,6 +366,14 @@ class Engram:
     ) -> CompactionResult:
         """One compaction cycle of a session, then the agent-state rules."""
         return self.runtime.compact(scope, session, policy, extra_tokens=extra_tokens)
+
+    def activity(self, scope: str, session: str | None = None) -> Activity:
+        """Compactions run and prompts sent (against the full history) of a session or scope."""
+        check_id("scope", scope)
+        if session is None:
+            return scope_activity(self.store, scope)
+        check_id("session", session)
+        return session_activity(self.store, scope, session)
 
     def memories_section(self, scope: str) -> Section | None:
         """The scope's long-term memories as a prompt section, or None when it has none."""

@@ -35,6 +35,8 @@ from engram.memories.service import Memories
 from engram.models import ROLES, Message, NewMessage, SearchHit, SessionInfo
 from engram.policy import DEFAULT_BUDGET, Policy, get_policy
 from engram.prompt import PromptRequest, build_prompt, fixed_tokens
+from engram.prompt_log import PromptLog, load_prompt_log
+from engram.prompt_log import record as record_prompt
 from engram.runtime import Runtime
 from engram.sections.agent_state import load_agent_state, update_agent_state
 from engram.store.base import MAX_PAGE
@@ -170,7 +172,8 @@ class Session:
         ``Context.pending_compaction`` says so; a compaction whose model failed
         is reported in ``Context.degraded``. ``compact=False`` never writes:
         it shows the prompt the stored state gives now (a note says when a
-        compaction is due).
+        compaction is due). A prompt built with ``compact=True`` (a real turn)
+        is recorded in the session's prompt log (:meth:`prompt_log`).
         """
         active = get_policy(policy) if policy is not None else self.policy
         request = PromptRequest(
@@ -180,7 +183,16 @@ class Session:
             model=model,
             compact=compact,
         )
-        return build_prompt(self.runtime, self.scope, self.id, active, request)
+        ctx = build_prompt(self.runtime, self.scope, self.id, active, request)
+        if compact:
+            record_prompt(
+                self._store, self.scope, self.id, sent_tokens=ctx.tokens, budget=ctx.budget
+            )
+        return ctx
+
+    def prompt_log(self) -> PromptLog:
+        """Tokens sent per recorded turn against the full history's size, and the totals."""
+        return load_prompt_log(self._store, self.scope, self.id)
 
     # -- compaction ------------------------------------------------------------------
 

@@ -1,0 +1,91 @@
+"""The prompt log: every turn's prompt tokens against the full history, recorded by context()."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engram.engine import Engram
+from engram.prompt_log import MAX_TURNS_KEPT, PROMPT_LOG_KIND, PromptLog, Turn
+
+
+class TestRecording:
+    def test_each_turn_is_recorded_with_the_history_size_then(self, mem: Engram) -> None:
+        chat = mem.session("s", scope="p")
+        sizes = []
+        for i in range(3):
+            chat.add("user", f"question number {i} about the launch plan")
+            info = chat.info()
+            assert info is not None
+            sizes.append((info.token_count, info.message_count))
+            ctx = chat.context(500, system="Be brief.")
+            chat.add("assistant", f"answer {i}")
+            assert chat.prompt_log().recent[-1].sent_tokens == ctx.tokens
+        log = chat.prompt_log()
+        assert log.turns == 3
+        assert [(t.history_tokens, t.history_messages) for t in log.recent] == sizes
+        assert [t.budget for t in log.recent] == [500, 500, 500]
+        assert log.sent_tokens == sum(t.sent_tokens for t in log.recent)
+        assert log.history_tokens == sum(size for size, _ in sizes)
+
+    def test_a_read_only_prompt_records_nothing(self, mem: Engram) -> None:
+        chat = mem.session("s", scope="p")
+        chat.add("user", "hello")
+        chat.context(500, compact=False)
+        assert chat.prompt_log() == PromptLog()
+        assert mem.store.load_state("p", "s", PROMPT_LOG_KIND) is None
+
+    def test_a_prompt_of_a_session_never_written_creates_nothing(self, mem: Engram) -> None:
+        mem.session("ghost", scope="p").context(500)
+        assert mem.session_info("ghost", "p") is None
+        assert mem.scopes() == []
+
+    def test_activity_adds_up_the_sessions_of_a_scope(self, mem: Engram) -> None:
+        for name in ("a", "b"):
+            chat = mem.session(name, scope="p")
+            chat.add("user", "a question about pricing " * 20)
+            chat.context(60)
+        a, b = mem.activity("p", "a"), mem.activity("p", "b")
+        scope = mem.activity("p")
+        assert scope.prompts.turns == 2
+        assert scope.prompts.sent_tokens == a.prompts.sent_tokens + b.prompts.sent_tokens
+        assert scope.prompts.history_tokens == a.prompts.history_tokens + b.prompts.history_tokens
+        assert a.prompts.savings is not None and a.prompts.savings > 0  # the budget cut it down
+
+
+class TestDocument:
+    def test_only_the_newest_turns_are_kept_one_by_one(self) -> None:
+        log = PromptLog()
+        for i in range(MAX_TURNS_KEPT + 5):
+            log = log.add(Turn(_at(), i, 2 * i, i, 9))
+        assert log.turns == MAX_TURNS_KEPT + 5
+        assert len(log.recent) == MAX_TURNS_KEPT
+        assert log.recent[0].sent_tokens == 5
+        assert log.sent_tokens == sum(range(MAX_TURNS_KEPT + 5))
+
+    def test_a_malformed_document_reads_as_empty(self) -> None:
+        assert PromptLog.from_dict({"turns": "many", "recent": [[1, 2]]}) == PromptLog()
+
+    @given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**7)), max_size=30))
+    def test_round_trip_and_savings_bounds(self, turns: list[tuple[int, int]]) -> None:
+        log = PromptLog()
+        for sent, history in turns:
+            log = log.add(Turn(_at(), sent, history, 1, 100))
+        assert PromptLog.from_dict(log.to_dict()) == log
+        assert log.savings is None or 0.0 <= log.savings <= 1.0
+        assert log.saved_tokens == max(0, log.history_tokens - log.sent_tokens)
+
+
+def _at() -> datetime:
+    return datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("budget", [None, 300])
+def test_the_budget_recorded_is_the_one_used(mem: Engram, budget: int | None) -> None:
+    chat = mem.session("s", scope="p")
+    chat.add("user", "hi")
+    ctx = chat.context(budget)
+    assert chat.prompt_log().last_budget == ctx.budget
