@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -9,7 +10,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engram.engine import Engram
-from engram.prompt_log import MAX_TURNS_KEPT, PROMPT_LOG_KIND, PromptLog, Turn
+from engram.errors import StoreError
+from engram.prompt_log import (
+    MAX_BUFFERED,
+    MAX_TURNS_KEPT,
+    PROMPT_LOG_KIND,
+    PromptLog,
+    PromptRecorder,
+    Turn,
+    load_prompt_log,
+)
 
 
 class TestRecording:
@@ -54,6 +64,52 @@ class TestRecording:
         assert scope.prompts.sent_tokens == a.prompts.sent_tokens + b.prompts.sent_tokens
         assert scope.prompts.history_tokens == a.prompts.history_tokens + b.prompts.history_tokens
         assert a.prompts.savings is not None and a.prompts.savings > 0  # the budget cut it down
+
+
+class TestBatches:
+    def test_turns_wait_in_memory_until_a_flush(self, mem: Engram) -> None:
+        chat = mem.session("s", scope="p")
+        chat.add("user", "hello")
+        recorder = PromptRecorder(mem.store, flush_seconds=3600)
+        for _ in range(3):
+            recorder.record("p", "s", sent_tokens=10, budget=100)
+        assert load_prompt_log(mem.store, "p", "s") == PromptLog()  # nothing written yet
+        assert recorder.load("p", "s").turns == 3  # reading through the recorder writes first
+        assert load_prompt_log(mem.store, "p", "s").turns == 3
+
+    def test_many_waiting_turns_are_written_by_the_next_turn(self, mem: Engram) -> None:
+        mem.session("s", scope="p").add("user", "hello")
+        recorder = PromptRecorder(mem.store, flush_seconds=3600)
+        for _ in range(MAX_BUFFERED):
+            recorder.record("p", "s", sent_tokens=1, budget=100)
+        assert load_prompt_log(mem.store, "p", "s").turns == MAX_BUFFERED
+
+    def test_another_engram_sees_the_turns_once_this_one_closes(
+        self, open_engram: Callable[..., Engram]
+    ) -> None:
+        writer, reader = open_engram(), open_engram()
+        chat = writer.session("s", scope="p")
+        chat.add("user", "hello")
+        chat.context(300)
+        writer.close()
+        assert reader.session("s", scope="p").prompt_log().turns == 1
+
+    def test_a_store_failure_drops_the_batch_and_never_fails_the_turn(
+        self, mem: Engram, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        chat = mem.session("s", scope="p")
+        chat.add("user", "hello")
+
+        def broken(*args: object, **kwargs: object) -> None:
+            raise StoreError("disk full")
+
+        monkeypatch.setattr(mem.store, "save_state", broken)
+        mem.runtime.prompts = PromptRecorder(mem.store, flush_seconds=0)
+        ctx = chat.context(300)  # the write fails inside this turn
+        assert ctx.tokens > 0
+        assert "not recorded: disk full" in caplog.text
+        monkeypatch.undo()
+        assert chat.prompt_log() == PromptLog()
 
 
 class TestDocument:

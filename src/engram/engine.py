@@ -370,6 +370,7 @@ class Engram:
     def activity(self, scope: str, session: str | None = None) -> Activity:
         """Compactions run and prompts sent (against the full history) of a session or scope."""
         check_id("scope", scope)
+        self.runtime.prompts.flush()  # this process's waiting turns count too
         if session is None:
             return scope_activity(self.store, scope)
         check_id("session", session)

@@ -1,38 +1,58 @@
 """The record of prompts sent: tokens per turn against the full history's size.
 
 Every :meth:`Session.context` call that may write (``compact=True``, the
-default: a real turn) appends one entry to the session's ``"prompt_log"``
-state document: when, the prompt's exact tokens, and the stored history's
-size (messages and tokens) at that moment. Read-only views
-(``compact=False``, the dashboard, ``engram context``) record nothing.
+default: a real turn) records one turn: when, the prompt's exact tokens, and
+the stored history's size (messages and tokens) at that moment. Read-only
+views (``compact=False``, the dashboard, ``engram context``) record nothing.
 
-The document keeps running totals over every turn and the newest
-:data:`MAX_TURNS_KEPT` entries (for the chart), so it stays small however long
-the session. It is saved by compare-and-set like every state document; a
-record that loses every race is skipped with a warning, never failing the turn.
+Turns go to the session's ``"prompt_log"`` state document, which keeps
+running totals over every turn and the newest :data:`MAX_TURNS_KEPT` turns
+(for the chart), so it stays small however long the session. Writing it on
+every turn would cost the fastest prompts (a lean policy reads no state at
+all) twenty times their time, so :class:`PromptRecorder` keeps turns in
+memory and writes them in batches: at most every :data:`FLUSH_SECONDS`, when
+:data:`MAX_BUFFERED` are waiting, before this process reads a log, and when
+the ``Engram`` closes. Another process sees a turn once its batch is written.
+A batch that cannot be written (store failure, lost races) is logged and
+dropped: it is a record, and never fails a turn.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from engram.errors import Contention
+from engram.errors import Contention, StoreError
 from engram.models import JSON
 from engram.statedoc import compare_and_set
 from engram.store.base import Store
 
-__all__ = ["MAX_TURNS_KEPT", "PROMPT_LOG_KIND", "PromptLog", "Turn", "load_prompt_log", "record"]
+__all__ = [
+    "FLUSH_SECONDS",
+    "MAX_BUFFERED",
+    "MAX_TURNS_KEPT",
+    "PROMPT_LOG_KIND",
+    "PromptLog",
+    "PromptRecorder",
+    "Turn",
+    "load_prompt_log",
+]
 
 logger = logging.getLogger("engram")
 
 PROMPT_LOG_KIND = "prompt_log"
 #: Newest turns kept one by one; older ones live on only in the totals.
 MAX_TURNS_KEPT = 240
-#: Compare-and-set attempts of one record (a lost record costs a chart point, not a turn).
+#: Compare-and-set attempts of one batch (a lost batch costs chart points, not a turn).
 RECORD_ATTEMPTS = 5
+#: Longest time a recorded turn waits in memory before the next turn writes it.
+FLUSH_SECONDS = 1.0
+#: Turns waiting in memory that make the next turn write them all.
+MAX_BUFFERED = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,13 +140,14 @@ class PromptLog:
             logger.warning("prompt log unreadable; shown as empty")
             return cls()
 
-    def add(self, turn: Turn) -> PromptLog:
-        """This log with one more turn."""
+    def add(self, *turns: Turn) -> PromptLog:
+        """This log with more turns (kept in time order)."""
+        recent = sorted((*self.recent, *turns), key=lambda turn: turn.at)
         return PromptLog(
-            turns=self.turns + 1,
-            sent_tokens=self.sent_tokens + turn.sent_tokens,
-            history_tokens=self.history_tokens + turn.history_tokens,
-            recent=(*self.recent, turn)[-MAX_TURNS_KEPT:],
+            turns=self.turns + len(turns),
+            sent_tokens=self.sent_tokens + sum(turn.sent_tokens for turn in turns),
+            history_tokens=self.history_tokens + sum(turn.history_tokens for turn in turns),
+            recent=tuple(recent[-MAX_TURNS_KEPT:]),
         )
 
     def merge(self, other: PromptLog) -> PromptLog:
@@ -150,21 +171,8 @@ def load_prompt_log(store: Store, scope: str, session: str) -> PromptLog:
     return _load(store, scope, session)[0]
 
 
-def record(store: Store, scope: str, session: str, *, sent_tokens: int, budget: int) -> None:
-    """Add one turn to the session's log, with the stored history's size now.
-
-    Does nothing for a session that was never written (a prompt of nothing).
-    """
-    info = store.get_session(scope, session)
-    if info is None:
-        return
-    turn = Turn(
-        at=datetime.now(UTC),
-        sent_tokens=sent_tokens,
-        history_tokens=info.token_count,
-        history_messages=info.message_count,
-        budget=budget,
-    )
+def _write(store: Store, scope: str, session: str, turns: list[Turn]) -> None:
+    """Add ``turns`` to the stored log by compare-and-set; a failure is logged, never raised."""
 
     def save(log: PromptLog, version: int) -> bool:
         saved = store.save_state(
@@ -175,10 +183,63 @@ def record(store: Store, scope: str, session: str, *, sent_tokens: int, budget: 
     try:
         compare_and_set(
             lambda: _load(store, scope, session),
-            lambda log: log.add(turn),
+            lambda log: log.add(*turns),
             save,
             what=f"prompt log of {scope}/{session}",
             attempts=RECORD_ATTEMPTS,
         )
-    except Contention as exc:
-        logger.warning("prompt not recorded: %s", exc)
+    except (Contention, StoreError) as exc:
+        logger.warning("%d prompt(s) of %s/%s not recorded: %s", len(turns), scope, session, exc)
+
+
+class PromptRecorder:
+    """Turns recorded by one ``Engram``, written to the store in batches. Thread-safe."""
+
+    def __init__(self, store: Store, *, flush_seconds: float = FLUSH_SECONDS) -> None:
+        self._store = store
+        self._flush_seconds = flush_seconds
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[str, str], list[Turn]] = {}
+        self._waiting = 0
+        self._last_flush = time.monotonic()
+
+    def record(self, scope: str, session: str, *, sent_tokens: int, budget: int) -> None:
+        """Record one turn with the stored history's size now (none for a session never written)."""
+        info = self._store.get_session(scope, session)
+        if info is None:
+            return
+        turn = Turn(
+            at=datetime.now(UTC),
+            sent_tokens=sent_tokens,
+            history_tokens=info.token_count,
+            history_messages=info.message_count,
+            budget=budget,
+        )
+        with self._lock:
+            self._pending.setdefault((scope, session), []).append(turn)
+            self._waiting += 1
+            due = (
+                self._waiting >= MAX_BUFFERED
+                or time.monotonic() - self._last_flush >= self._flush_seconds
+            )
+        if due:
+            self.flush()
+
+    def flush(self, scope: str | None = None, session: str | None = None) -> None:
+        """Write the waiting turns: all of them, or those of one session."""
+        with self._lock:
+            if scope is None or session is None:
+                batch, self._pending = self._pending, {}
+                self._waiting = 0
+                self._last_flush = time.monotonic()
+            else:
+                turns = self._pending.pop((scope, session), [])
+                batch = {(scope, session): turns} if turns else {}
+                self._waiting -= len(turns)
+        for (batch_scope, batch_session), turns in batch.items():
+            _write(self._store, batch_scope, batch_session, turns)
+
+    def load(self, scope: str, session: str) -> PromptLog:
+        """The session's log, with the turns this process still holds written first."""
+        self.flush(scope, session)
+        return load_prompt_log(self._store, scope, session)

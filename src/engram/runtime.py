@@ -35,6 +35,7 @@ from engram.memories import SECTION_TITLE as MEMORIES_SECTION_TITLE
 from engram.memories import Memories, MemoryBudget, MemoryMetrics
 from engram.models import Message, NewMessage
 from engram.policy import Policy, get_policy
+from engram.prompt_log import PromptRecorder
 from engram.sections.agent_state import compact_stored_agent_state
 from engram.store import Store
 from engram.tokens import TokenCounter, count_message, storage_counter
@@ -60,6 +61,7 @@ class Runtime:
     memories_text: MemoriesProvider | None = None
     counter: TokenCounter = field(default_factory=storage_counter)
     scheduler: Scheduler = field(init=False)
+    prompts: PromptRecorder = field(init=False)
     _sync: ThreadPoolExecutor = field(init=False)
     _inflight: dict[tuple[str, str], Future[CompactionResult]] = field(init=False)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
@@ -87,6 +89,7 @@ class Runtime:
             SYNC_COMPACTION_WORKERS, thread_name_prefix="engram-sync-compact"
         )
         runtime._inflight = {}
+        runtime.prompts = PromptRecorder(store)
         runtime.scheduler = make_scheduler(store, runtime, run_jobs=config.run_jobs)
         return runtime
 
@@ -224,6 +227,7 @@ class Runtime:
     def close(self, timeout: float | None = None) -> bool:
         """Stop background work within ``timeout`` seconds; True when all of it finished."""
         deadline = None if timeout is None else time.monotonic() + timeout
+        self.prompts.flush()
         finished = self.scheduler.close(timeout)
         with self._lock:
             running = list(self._inflight.values())

@@ -35,8 +35,7 @@ from engram.memories.service import Memories
 from engram.models import ROLES, Message, NewMessage, SearchHit, SessionInfo
 from engram.policy import DEFAULT_BUDGET, Policy, get_policy
 from engram.prompt import PromptRequest, build_prompt, fixed_tokens
-from engram.prompt_log import PromptLog, load_prompt_log
-from engram.prompt_log import record as record_prompt
+from engram.prompt_log import PromptLog
 from engram.runtime import Runtime
 from engram.sections.agent_state import load_agent_state, update_agent_state
 from engram.store.base import MAX_PAGE
@@ -185,14 +184,14 @@ class Session:
         )
         ctx = build_prompt(self.runtime, self.scope, self.id, active, request)
         if compact:
-            record_prompt(
-                self._store, self.scope, self.id, sent_tokens=ctx.tokens, budget=ctx.budget
+            self.runtime.prompts.record(
+                self.scope, self.id, sent_tokens=ctx.tokens, budget=ctx.budget
             )
         return ctx
 
     def prompt_log(self) -> PromptLog:
         """Tokens sent per recorded turn against the full history's size, and the totals."""
-        return load_prompt_log(self._store, self.scope, self.id)
+        return self.runtime.prompts.load(self.scope, self.id)
 
     # -- compaction ------------------------------------------------------------------
 
