@@ -27,7 +27,12 @@ $(VENV)/.bench-installed: $(STAMP)
 run: $(VENV)/.run-installed
 	$(BIN)/engram serve --db sqlite:///./engram.db --host 127.0.0.1 --port 8000 --sample
 
-test: $(STAMP)
+# The dashboard's browser tests drive Debian's chromium (Playwright never downloads a browser).
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update && apt-get install -y --no-install-recommends chromium
+
+test: $(STAMP) $(CHROMIUM)
 	$(BIN)/python -m pytest -q
 
 # About 15 minutes: the core benchmark on SQLite (1K-1M messages), the same side by side

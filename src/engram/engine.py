@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from engram.activity import Activity, scope_activity, session_activity
 from engram import scopes as scope_ops
+from engram.activity import Activity, scope_activity, session_activity
 from engram.apikeys import ApiKeys
 from engram.background import QueueScheduler
 from engram.checks import MAX_CONTENT_BYTES, optional_timestamp, roles_filter, text_field

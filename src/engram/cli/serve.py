@@ -100,6 +100,7 @@ def _announce(url: str, host: str, port: int, keys: int) -> None:
     else:
         click.echo(f"Engram on {url}: no API key, so this server answers only this machine.")
         auth = ""
+    click.echo(f"  dashboard  {base}/")
     click.echo(f"  API docs   {base}/docs")
     click.echo(f"  OpenAPI    {base}/openapi.json")
     click.echo(f"  metrics    {base}/metrics")

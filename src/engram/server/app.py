@@ -3,6 +3,7 @@
 Layout of every app::
 
     /healthz /readyz /metrics     routes/health.py (no key)
+    / /p/... /login /static       engram.dashboard (pages, outside the API document)
     /v1/scopes/...                routes/<resource>.py: each module's ``router = v1_router(tag)``
                                   carries the router-level enforce_rights dependency
     /openapi.json /docs           FastAPI
@@ -19,6 +20,7 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 
+from engram import dashboard
 from engram.engine import Engram
 from engram.server.auth import KeyCheck
 from engram.server.deps import ERROR_RESPONSES, RIGHTS_KEY, enforce_rights, rights_of
@@ -74,6 +76,7 @@ def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAP
     app.state.metrics = metrics
     install_error_handlers(app)
     app.include_router(health.router, responses={503: ERROR_RESPONSES[503]})
+    dashboard.install(app)  # the pages at / (outside the API document), behind the same keys
     for router in RESOURCES:
         include_v1(app, router)
     app.middleware("http")(metrics.middleware)

@@ -1,0 +1,61 @@
+"""Templates of the dashboard: the Jinja2 environment, its filters, and ``render``.
+
+Templates and static files ship inside the package (no build step, nothing
+loaded from the network). Autoescaping is on for every template; the only
+HTML built in Python is :func:`engram.dashboard.views.highlight`'s ``<mark>``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+
+from engram.dashboard.views import highlight, pretty_json
+
+__all__ = ["STATIC_DIR", "TEMPLATES_DIR", "render"]
+
+HERE = Path(__file__).parent
+TEMPLATES_DIR = HERE / "templates"
+STATIC_DIR = HERE / "static"
+
+
+def _number(value: int | float | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def _when(value: datetime | str | None) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, str):
+        return value.replace("T", " ")[:19]
+    return value.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _url_part(value: str) -> str:
+    return quote(str(value), safe="")
+
+
+templates = Jinja2Templates(directory=str(TEMPLATES_DIR))
+templates.env.filters.update(
+    number=_number,
+    percent=_percent,
+    when=_when,
+    highlight=highlight,
+    pretty_json=pretty_json,
+    u=_url_part,
+)
+
+
+def render(request: Request, name: str, *, status_code: int = 200, **context: Any) -> HTMLResponse:
+    """The template ``name`` rendered with ``context`` (and the request)."""
+    return templates.TemplateResponse(request, name, context, status_code=status_code)

@@ -1,0 +1,138 @@
+"""Presentation helpers of the dashboard: rows, sorting, highlighting, the tokens chart.
+
+Nothing here reads data: the pages hand in what the facade returned, and get
+back what the templates show (numbers for people, SVG points, safe HTML).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from engram.activity import Activity
+from engram.prompt_log import Turn
+
+__all__ = [
+    "PROJECT_SORTS",
+    "Chart",
+    "ProjectRow",
+    "highlight",
+    "pretty_json",
+    "sort_projects",
+    "tokens_chart",
+]
+
+#: Column keys the projects table can be sorted by.
+PROJECT_SORTS = (
+    "name",
+    "sessions",
+    "messages",
+    "tokens",
+    "sent",
+    "savings",
+    "activity",
+    "memories",
+)
+
+#: Search snippets mark each matched word as ``[word]``.
+_MARK = re.compile(r"\[([^\[\]\s][^\[\]]{0,80}?)\]")
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectRow:
+    """One line of the projects table: a scope's totals and its activity."""
+
+    name: str
+    sessions: int
+    messages: int
+    tokens: int
+    memories: int
+    last_activity: datetime | None
+    activity: Activity
+
+    @property
+    def sent(self) -> int:
+        """Tokens sent to the model over every recorded turn."""
+        return self.activity.prompts.sent_tokens
+
+    @property
+    def savings(self) -> float | None:
+        """Share of the full history's tokens not sent (None before any recorded turn)."""
+        return self.activity.prompts.savings
+
+
+def sort_projects(rows: Sequence[ProjectRow], key: str, descending: bool) -> list[ProjectRow]:
+    """The rows sorted by a column of :data:`PROJECT_SORTS` (unknown keys sort by name)."""
+    values: dict[str, Callable[[ProjectRow], float]] = {
+        "sessions": lambda r: r.sessions,
+        "messages": lambda r: r.messages,
+        "tokens": lambda r: r.tokens,
+        "sent": lambda r: r.sent,
+        "savings": lambda r: -1.0 if r.savings is None else r.savings,
+        "activity": lambda r: r.last_activity.timestamp() if r.last_activity else 0.0,
+        "memories": lambda r: r.memories,
+    }
+    if key not in values:
+        return sorted(rows, key=lambda r: r.name, reverse=descending)
+    pick = values[key]
+    return sorted(rows, key=lambda r: (pick(r), r.name), reverse=descending)
+
+
+def highlight(snippet: str) -> Markup:
+    """A search snippet as safe HTML: the text escaped, each ``[match]`` in ``<mark>``."""
+    escaped = str(escape(snippet))
+    return Markup(_MARK.sub(r"<mark>\1</mark>", escaped))
+
+
+def pretty_json(value: Any) -> str:
+    """Indented JSON for people (tool calls, metadata)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    """The tokens chart: SVG polylines of tokens sent and of the full history, per turn."""
+
+    width: int
+    height: int
+    sent_points: str
+    history_points: str
+    top: int
+    turns: int
+    first_turn: int
+    rows: tuple[Turn, ...]
+
+
+def tokens_chart(
+    turns: Sequence[Turn], total_turns: int, *, width: int = 600, height: int = 180
+) -> Chart:
+    """Points of the tokens chart for the newest recorded ``turns``.
+
+    ``total_turns`` is how many turns were recorded in all (the first shown
+    is turn ``total_turns - len(turns) + 1``).
+    """
+    top = max([1, *(t.history_tokens for t in turns), *(t.sent_tokens for t in turns)])
+    span = max(len(turns) - 1, 1)
+
+    def points(values: Sequence[int]) -> str:
+        return " ".join(
+            f"{round(i * width / span, 1)},{round(height - v * height / top, 1)}"
+            for i, v in enumerate(values)
+        )
+
+    return Chart(
+        width=width,
+        height=height,
+        sent_points=points([t.sent_tokens for t in turns]),
+        history_points=points([t.history_tokens for t in turns]),
+        top=top,
+        turns=total_turns,
+        first_turn=total_turns - len(turns) + 1,
+        rows=tuple(turns),
+    )

@@ -1,0 +1,153 @@
+"""The dashboard over HTTP, as scripts and browsers reach it: keys, rights, forms, safety."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from fastapi.routing import APIRoute
+from tests.dashboard.conftest import Site
+from tests.dashboard.sample import LAUNCH, OTHER_SCOPE, SCOPE
+
+from engram.dashboard import login, pages
+
+
+@pytest.fixture
+def http(site: Site) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=site.url, timeout=10, follow_redirects=False) as client:
+        yield client
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def _routes() -> list[tuple[str, str]]:
+    """Every dashboard route that names a scope, with its method."""
+    out = []
+    for route in pages.router.routes:
+        assert isinstance(route, APIRoute)
+        if "{scope}" in route.path:
+            out.extend((method, route.path) for method in sorted(route.methods))
+    return out
+
+
+class TestKeys:
+    def test_a_script_reads_pages_with_a_bearer_key(self, http: httpx.Client, site: Site) -> None:
+        response = http.get(f"/p/{SCOPE}/s/{LAUNCH}", headers=bearer(site.phoenix_key))
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/html")
+        assert 'id="prompt"' in response.text
+
+    def test_no_key_sends_a_browser_to_the_login_form(self, http: httpx.Client) -> None:
+        response = http.get(f"/p/{SCOPE}?offset=0")
+        assert response.status_code == 303
+        assert response.headers["location"] == f"/login?next=/p/{SCOPE}%3Foffset%3D0"
+
+    def test_a_wrong_bearer_key_is_a_401_page(self, http: httpx.Client) -> None:
+        response = http.get("/", headers=bearer("egk_wrong"))
+        assert response.status_code == 401
+        assert "<h1>Sign in needed</h1>" in response.text
+
+    def test_login_keeps_the_key_in_an_http_only_same_site_cookie(
+        self, http: httpx.Client, site: Site
+    ) -> None:
+        response = http.post("/login", data={"key": site.atlas_key, "next": "/p/atlas"})
+        assert response.status_code == 303
+        assert response.headers["location"] == "/p/atlas"
+        cookie = response.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
+        assert http.get(f"/p/{OTHER_SCOPE}").status_code == 200  # the client keeps the cookie
+        out = http.post("/logout")
+        assert out.status_code == 303
+        assert http.get(f"/p/{OTHER_SCOPE}").status_code == 303
+
+    @pytest.mark.parametrize("target", ["//evil.example/", "https://evil.example/", "/\\evil"])
+    def test_login_never_redirects_off_site(
+        self, http: httpx.Client, site: Site, target: str
+    ) -> None:
+        response = http.post("/login", data={"key": site.atlas_key, "next": target})
+        assert response.headers["location"] == "/"
+
+    def test_pages_are_not_in_the_api_document(self, http: httpx.Client, site: Site) -> None:
+        document = http.get("/openapi.json", headers=bearer(site.phoenix_key)).json()
+        assert not [p for p in document["paths"] if not p.startswith("/v1/") and "/p/" in p]
+        assert all(route.include_in_schema is False for route in pages.router.routes)  # type: ignore[attr-defined]
+        assert all(route.include_in_schema is False for route in login.router.routes)  # type: ignore[attr-defined]
+
+
+class TestIsolation:
+    @pytest.mark.parametrize(("method", "path"), _routes())
+    def test_every_page_of_another_scope_is_refused(
+        self, http: httpx.Client, site: Site, method: str, path: str
+    ) -> None:
+        memory = site.engram.memories(SCOPE).list()[0].id
+        url = path.format(scope=SCOPE, session=LAUNCH, memory_id=memory)
+        form = {"data": {"confirm": SCOPE}} if method == "POST" else {}
+        response = http.request(
+            method, url, headers=bearer(site.atlas_key), params={"q": "x"}, **form
+        )
+        assert response.status_code == 403, url
+        assert "Maya" not in response.text
+        assert site.engram.memories(SCOPE).list()[0].id == memory
+
+    def test_the_projects_page_lists_only_the_keys_scopes(
+        self, http: httpx.Client, site: Site
+    ) -> None:
+        text = http.get("/", headers=bearer(site.atlas_key)).text
+        assert f'href="/p/{OTHER_SCOPE}"' in text and f'href="/p/{SCOPE}"' not in text
+
+
+class TestForms:
+    def test_purge_needs_the_projects_name(self, http: httpx.Client, site: Site) -> None:
+        headers = bearer(site.phoenix_key)
+        before = len(site.engram.memories(SCOPE).list())
+        refused = http.post(f"/p/{SCOPE}/memories/purge", data={"confirm": "yes"}, headers=headers)
+        assert refused.status_code == 422
+        assert "type the project&#39;s name" in refused.text
+        assert len(site.engram.memories(SCOPE).list()) == before
+
+    def test_a_form_from_another_site_is_refused(self, http: httpx.Client, site: Site) -> None:
+        memory = site.engram.memories(OTHER_SCOPE).list()[0].id
+        http.post("/login", data={"key": site.atlas_key})
+        response = http.post(
+            f"/p/{OTHER_SCOPE}/memories/{memory}/delete", headers={"Origin": "https://evil.example"}
+        )
+        assert response.status_code == 403
+        assert [m.id for m in site.engram.memories(OTHER_SCOPE).list()] == [memory]
+
+    def test_a_read_only_key_cannot_delete(self, http: httpx.Client, site: Site) -> None:
+        key = site.engram.api_keys().create(scopes=[OTHER_SCOPE], read_only=True).secret
+        memory = site.engram.memories(OTHER_SCOPE).list()[0].id
+        page = http.get(f"/p/{OTHER_SCOPE}/memories", headers=bearer(key))
+        assert page.status_code == 200 and "Delete" not in page.text
+        response = http.post(f"/p/{OTHER_SCOPE}/memories/{memory}/delete", headers=bearer(key))
+        assert response.status_code == 403
+        assert [m.id for m in site.engram.memories(OTHER_SCOPE).list()] == [memory]
+
+
+class TestSafety:
+    def test_message_text_is_escaped(self, http: httpx.Client, site: Site) -> None:
+        chat = site.engram.session("xss", scope=OTHER_SCOPE)
+        chat.add("user", "<script>alert(1)</script> [bold] & more")
+        page = http.get(f"/p/{OTHER_SCOPE}/s/xss", headers=bearer(site.atlas_key)).text
+        assert "<script>alert(1)</script>" not in page
+        assert "&lt;script&gt;alert(1)&lt;/script&gt; [bold] &amp; more" in page
+        hits = http.get(
+            f"/p/{OTHER_SCOPE}/search", params={"q": "alert"}, headers=bearer(site.atlas_key)
+        ).text
+        assert "<mark>alert</mark>" in hits and "<script>" not in hits
+
+    def test_a_missing_conversation_is_a_404_page(self, http: httpx.Client, site: Site) -> None:
+        response = http.get(f"/p/{SCOPE}/s/nope", headers=bearer(site.phoenix_key))
+        assert response.status_code == 404
+        assert response.headers["content-type"].startswith("text/html")
+
+    def test_htmx_is_served_from_the_package(self, http: httpx.Client) -> None:
+        response = http.get("/static/htmx.min.js")
+        assert response.status_code == 200
+        assert re.search(r'version:"2\.\d+\.\d+"', response.text)
+        page_refs = http.get("/login").text
+        assert "http://" not in page_refs and "https://" not in page_refs  # nothing off-site
