@@ -1,15 +1,27 @@
-"""The library API on every backend: bad input is refused whole, reads are scoped and capped."""
+"""The library API on every backend: bad input is refused whole, reads are scoped and capped.
+
+Every test runs on the sync API and on the async facade (``engram.aio``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
+from tests.facades import FACADES, facade
 
 from engram.engine import Engram
 from engram.errors import DateParseError, InvalidMessage, InvalidQuery, MessageNotFound
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.validation import MAX_CONTENT_BYTES
+
+
+@pytest.fixture(params=FACADES)
+def mem(request: pytest.FixtureRequest, open_engram: Callable[..., Engram]) -> Any:
+    """An Engram on each backend, through the sync API and through the async facade."""
+    return facade(open_engram(), request.param, request)
 
 
 def stored(mem: Engram, session: str = "s", scope: str = "p") -> list[str]:

@@ -40,6 +40,18 @@ from engram.tokens import TokenCounter, counter_for_model
 
 __version__ = "0.1.0"
 
+#: Loaded on first use, so ``import engram`` does not import asyncio.
+_ASYNC = ("AsyncEngram", "AsyncSession", "open_async")
+
+
+def __getattr__(name: str) -> object:
+    if name in _ASYNC:
+        from engram import aio
+
+        return getattr(aio, name)
+    raise AttributeError(f"module 'engram' has no attribute {name!r}")
+
+
 __all__ = [
     "FROM_ENV",
     "PRESETS",
@@ -77,4 +89,5 @@ __all__ = [
     "open",
     "open_store",
     "tools",
+    *_ASYNC,
 ]

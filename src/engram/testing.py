@@ -13,7 +13,10 @@ a queue of answers; when the queue is empty a default responder answers::
         ...
         assert len(llm.requests) == 3
 
-It serves ``POST /v1/chat/completions`` (non-streaming) and ``GET /v1/models``.
+It serves ``POST /v1/chat/completions`` and ``GET /v1/models``. A request with
+``"stream": true`` gets the same scripted answer as server-sent events: the
+text a few characters per chunk, the tool calls, then the usage when
+``stream_options.include_usage`` asks for it.
 
 :class:`~engram.store.memory.MemoryStore` (``memory://NAME``) is a store that
 keeps everything in this process, for tests that need no file at all.
@@ -251,6 +254,33 @@ class FakeLLMServer:
         return out
 
 
+#: Characters of text per streamed chunk.
+STREAM_PIECE = 8
+
+
+def stream_chunks(completion: JSON, *, include_usage: bool) -> list[JSON]:
+    """A chat completion as the ``chat.completion.chunk`` objects a streaming server sends."""
+    head = {k: completion[k] for k in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk"
+    choice = completion["choices"][0]
+    message = choice["message"]
+
+    def chunk(delta: JSON, finish: str | None = None) -> JSON:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    text = message.get("content") or ""
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [
+        chunk({"content": text[i : i + STREAM_PIECE]}) for i in range(0, len(text), STREAM_PIECE)
+    ]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        chunks.append(chunk({"tool_calls": [{**call, "index": index}]}))
+    chunks.append(chunk({}, choice["finish_reason"]))
+    if include_usage and "usage" in completion:
+        chunks.append({**head, "choices": [], "usage": completion["usage"]})
+    return chunks
+
+
 def _usage(messages: list[JSON], response: FakeResponse) -> JSON:
     counter = storage_counter()
     try:
@@ -318,7 +348,13 @@ def _make_handler(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             if response.raw_body is not None:
                 self._send(response.status, response.raw_body, response.content_type)
                 return
-            body = json.dumps(fake._completion(request, response)).encode()
-            self._send(response.status, body, "application/json")
+            completion = fake._completion(request, response)
+            if request.body and request.body.get("stream") and response.status == 200:
+                options = request.body.get("stream_options") or {}
+                chunks = stream_chunks(completion, include_usage=bool(options.get("include_usage")))
+                events = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+                self._send(200, (events + "data: [DONE]\n\n").encode(), "text/event-stream")
+                return
+            self._send(response.status, json.dumps(completion).encode(), "application/json")
 
     return Handler

@@ -12,6 +12,11 @@ else fails at once. Errors are mapped to :mod:`engram.errors`:
 
 Usage (tokens and cost) is returned with every answer; the caller records it
 with ``Store.record_usage`` so it is attributed to the right scope and session.
+
+Async code uses :meth:`LLMClient.achat` (the SDK's ``AsyncOpenAI``, same
+retry and error rules) and :meth:`LLMClient.astream`, which yields the answer's
+text as it arrives and then the whole :class:`LLMResult`. Building the request,
+classifying failures and reading the answer are shared by all three.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -33,6 +38,8 @@ from engram.models import JSON, UsageRecord
 from engram.tokens import count_messages, counter_for_model
 
 if TYPE_CHECKING:
+    import asyncio
+
     # Annotations only: the SDK is imported when a client is built (``import engram`` stays fast).
     import openai
 
@@ -138,9 +145,12 @@ class LLMClient:
             key = _PLACEHOLDER_KEY
         import openai  # here, not at import time: most programs never build a client
 
+        self._api_key = key
         self._client = openai.OpenAI(
             api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
         )
+        # The async SDK client is bound to the event loop that first uses it.
+        self._async: tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI] | None = None
 
     @classmethod
     def from_env(
@@ -177,7 +187,16 @@ class LLMClient:
         return f"llm:{self.model}"
 
     def close(self) -> None:
-        """Close the HTTP connection pool."""
+        """Close the HTTP connection pool (an async pool is dropped: see :meth:`aclose`)."""
+        self._client.close()
+        self._async = None
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pools, the async one included."""
+        if self._async is not None:
+            client = self._async[1]
+            self._async = None
+            await client.close()
         self._client.close()
 
     def __enter__(self) -> LLMClient:
@@ -185,6 +204,12 @@ class LLMClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> LLMClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def __repr__(self) -> str:
         return f"LLMClient(model={self.model!r}, base_url={self.base_url!r})"
@@ -216,6 +241,102 @@ class LLMClient:
             LLMBadResponse: The answer is not a chat completion.
 
         """
+        kwargs = self._request(messages, json_mode=json_mode, max_tokens=max_tokens, tools=tools)
+        response = self._create_with_retry(kwargs, purpose)
+        return self._result(response, messages, purpose)
+
+    async def achat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        purpose: str,
+        json_mode: bool = False,
+        max_tokens: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> LLMResult:
+        """:meth:`chat` for async code: same arguments, result, retry and errors."""
+        kwargs = self._request(messages, json_mode=json_mode, max_tokens=max_tokens, tools=tools)
+        client = self._async_client()
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                response = await client.chat.completions.create(**kwargs)
+            except Exception as exc:
+                error = self._failure(exc, purpose)
+                if error is None:
+                    raise
+                if attempt < MAX_ATTEMPTS and _retryable(exc):
+                    log.warning("LLM call failed, retrying once: %s", error)
+                    await _pause(self.backoff)
+                    continue
+                raise error from exc
+            return self._result(response, messages, purpose)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def astream(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        purpose: str,
+        max_tokens: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> AsyncIterator[str | LLMResult]:
+        """Stream one answer: its text pieces (``str``) as they arrive, then the whole result.
+
+        The last item is the :class:`LLMResult` (text, tool calls, usage), as
+        :meth:`achat` would return it. A failure before the first piece is
+        retried once like :meth:`achat`; after it, the error is raised (text
+        already yielded cannot be taken back).
+
+        Raises:
+            LLMTimeout, LLMError, LLMBadResponse: As :meth:`chat`.
+
+        """
+        kwargs = self._request(messages, max_tokens=max_tokens, tools=tools)
+        kwargs["stream"] = True
+        kwargs["stream_options"] = {"include_usage": True}
+        client = self._async_client()
+        answer = _StreamedAnswer(model=self.model)
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                stream = await client.chat.completions.create(**kwargs)
+                async for chunk in stream:
+                    piece = answer.take(chunk)
+                    if piece:
+                        yield piece
+            except Exception as exc:
+                error = self._failure(exc, purpose)
+                if error is None:
+                    raise
+                if attempt < MAX_ATTEMPTS and _retryable(exc) and not answer.started:
+                    log.warning("LLM call failed, retrying once: %s", error)
+                    await _pause(self.backoff)
+                    continue
+                raise error from exc
+            yield self._assemble(answer.reply(), messages, purpose)
+            return
+
+    def _async_client(self) -> openai.AsyncOpenAI:
+        import asyncio  # only async callers pay for it
+
+        loop = asyncio.get_running_loop()
+        if self._async is None or self._async[0] is not loop:
+            import openai
+
+            client = openai.AsyncOpenAI(
+                api_key=self._api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0
+            )
+            self._async = (loop, client)
+        return self._async[1]
+
+    def _request(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        json_mode: bool = False,
+        max_tokens: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """The SDK arguments of one chat-completions call."""
         kwargs: dict[str, Any] = {"model": self.model, "messages": list(messages)}
         if self.temperature is not None:
             kwargs["temperature"] = self.temperature
@@ -225,8 +346,7 @@ class LLMClient:
             kwargs["max_tokens"] = max_tokens
         if tools:
             kwargs["tools"] = list(tools)
-        response = self._create_with_retry(kwargs, purpose)
-        return self._result(response, messages, purpose)
+        return kwargs
 
     def chat_json(
         self,
@@ -257,37 +377,38 @@ class LLMClient:
     # -- internals ----------------------------------------------------------------
 
     def _create_with_retry(self, kwargs: dict[str, Any], purpose: str) -> Any:
-        import openai  # already loaded by __init__; a dictionary look-up
-
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 return self._client.chat.completions.create(**kwargs)
-            except openai.APITimeoutError as exc:
-                error: LLMError = LLMTimeout(
-                    f"{self.model} did not answer within {self.timeout:g}s ({purpose})"
-                )
-                cause: Exception = exc
-            except openai.APIConnectionError as exc:
-                error = LLMError(f"cannot reach {self.base_url or 'OpenAI'} ({purpose}): {exc}")
-                cause = exc
-            except openai.APIStatusError as exc:
-                error = LLMError(
-                    f"{self.model} answered HTTP {exc.status_code} ({purpose}): {_short(exc)}"
-                )
-                if not _retryable_status(exc.status_code):
-                    raise error from exc
-                cause = exc
-            except openai.APIResponseValidationError as exc:
-                raise LLMBadResponse(f"{self.model} sent an unusable answer: {exc}") from exc
-            except (json.JSONDecodeError, ValueError, TypeError) as exc:
-                # The SDK raises these on a 200 whose body is not a completion.
-                raise LLMBadResponse(f"{self.model} sent an unusable answer: {exc}") from exc
-            if attempt < MAX_ATTEMPTS:
-                log.warning("LLM call failed, retrying once: %s", error)
-                time.sleep(self.backoff)
-                continue
-            raise error from cause
+            except Exception as exc:
+                error = self._failure(exc, purpose)
+                if error is None:
+                    raise
+                if attempt < MAX_ATTEMPTS and _retryable(exc):
+                    log.warning("LLM call failed, retrying once: %s", error)
+                    time.sleep(self.backoff)
+                    continue
+                raise error from exc
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _failure(self, exc: Exception, purpose: str) -> LLMError | None:
+        """The Engram error a failed SDK call becomes, or None for an error that is not one."""
+        import openai  # already loaded by __init__; a dictionary look-up
+
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMTimeout(f"{self.model} did not answer within {self.timeout:g}s ({purpose})")
+        if isinstance(exc, openai.APIConnectionError):
+            return LLMError(f"cannot reach {self.base_url or 'OpenAI'} ({purpose}): {exc}")
+        if isinstance(exc, openai.APIStatusError):
+            return LLMError(
+                f"{self.model} answered HTTP {exc.status_code} ({purpose}): {_short(exc)}"
+            )
+        if isinstance(exc, openai.APIResponseValidationError | json.JSONDecodeError):
+            return LLMBadResponse(f"{self.model} sent an unusable answer: {exc}")
+        if isinstance(exc, ValueError | TypeError):
+            # The SDK raises these on a 200 whose body is not a completion.
+            return LLMBadResponse(f"{self.model} sent an unusable answer: {exc}")
+        return None
 
     def _result(
         self, response: Any, messages: Sequence[Mapping[str, Any]], purpose: str
@@ -298,32 +419,109 @@ class LLMClient:
         message = getattr(choices[0], "message", None)
         if message is None:
             raise LLMBadResponse(f"{self.model} sent a choice without a message")
-        text = message.content or ""
+        usage = getattr(response, "usage", None)
+        reply = _Reply(
+            text=message.content or "",
+            tool_calls=[call.model_dump(exclude_none=True) for call in (message.tool_calls or [])],
+            finish_reason=choices[0].finish_reason,
+            model=getattr(response, "model", None) or self.model,
+            prompt_tokens=None if usage is None else usage.prompt_tokens,
+            completion_tokens=None if usage is None else usage.completion_tokens,
+        )
+        return self._assemble(reply, messages, purpose)
+
+    def _assemble(
+        self, reply: _Reply, messages: Sequence[Mapping[str, Any]], purpose: str
+    ) -> LLMResult:
+        """The :class:`LLMResult` of one answer, its usage counted locally when not reported."""
+        text = reply.text
         if not isinstance(text, str):
             raise LLMBadResponse(f"{self.model} sent non-text content: {type(text).__name__}")
-        tool_calls = [call.model_dump(exclude_none=True) for call in (message.tool_calls or [])]
-        model = getattr(response, "model", None) or self.model
-        usage = getattr(response, "usage", None)
-        if usage is None or usage.prompt_tokens is None:
+        if reply.prompt_tokens is None:
             estimated = True
             counter = counter_for_model(self.model)
             input_tokens = count_messages(counter, messages)
-            shown = text + json.dumps(tool_calls) if tool_calls else text
+            shown = text + json.dumps(reply.tool_calls) if reply.tool_calls else text
             output_tokens = counter.count_text(shown)
         else:
             estimated = False
-            input_tokens = int(usage.prompt_tokens or 0)
-            output_tokens = int(usage.completion_tokens or 0)
+            input_tokens = int(reply.prompt_tokens or 0)
+            output_tokens = int(reply.completion_tokens or 0)
+        model = str(reply.model)
         return LLMResult(
             text=text,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
-            cost_usd=cost_usd(str(model), input_tokens, output_tokens),
-            model=str(model),
+            cost_usd=cost_usd(model, input_tokens, output_tokens),
+            model=model,
             purpose=purpose,
-            finish_reason=choices[0].finish_reason,
-            tool_calls=tool_calls,
+            finish_reason=reply.finish_reason,
+            tool_calls=reply.tool_calls,
             usage_estimated=estimated,
+        )
+
+
+@dataclass(slots=True)
+class _Reply:
+    """What one answer said, however it arrived (whole or streamed)."""
+
+    text: Any
+    tool_calls: list[JSON]
+    finish_reason: str | None
+    model: Any
+    prompt_tokens: int | None
+    completion_tokens: int | None
+
+
+@dataclass(slots=True)
+class _StreamedAnswer:
+    """Chat-completion chunks put back together: text, tool calls by index, usage."""
+
+    model: str
+    pieces: list[str] = field(default_factory=list)
+    calls: dict[int, JSON] = field(default_factory=dict)
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    started: bool = False
+
+    def take(self, chunk: Any) -> str:
+        """Fold one chunk in; return its new text ("" for none)."""
+        self.started = True
+        self.model = getattr(chunk, "model", None) or self.model
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self.prompt_tokens = usage.prompt_tokens
+            self.completion_tokens = usage.completion_tokens
+        choices = getattr(chunk, "choices", None) or []
+        if not choices:
+            return ""
+        choice = choices[0]
+        self.finish_reason = choice.finish_reason or self.finish_reason
+        delta = choice.delta
+        for part in getattr(delta, "tool_calls", None) or []:
+            call = self.calls.setdefault(
+                part.index,
+                {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+            )
+            call["id"] = part.id or call["id"]
+            if part.function is not None:
+                call["function"]["name"] += part.function.name or ""
+                call["function"]["arguments"] += part.function.arguments or ""
+        piece = delta.content or ""
+        if piece:
+            self.pieces.append(piece)
+        return piece
+
+    def reply(self) -> _Reply:
+        """The whole answer."""
+        return _Reply(
+            text="".join(self.pieces),
+            tool_calls=[self.calls[index] for index in sorted(self.calls)],
+            finish_reason=self.finish_reason,
+            model=self.model,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
         )
 
 
@@ -359,8 +557,19 @@ def _is_local(base_url: str | None) -> bool:
     return host in _LOCAL_HOSTS
 
 
-def _retryable_status(status: int) -> bool:
-    return status == 429 or status >= 500
+async def _pause(seconds: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
+def _retryable(exc: Exception) -> bool:
+    """Whether a failed call is worth its one retry: timeouts, lost connections, 429, 5xx."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code == 429 or exc.status_code >= 500
+    return isinstance(exc, openai.APITimeoutError | openai.APIConnectionError)
 
 
 def _short(exc: openai.APIStatusError) -> str:

@@ -11,6 +11,10 @@
         answer = tools.dispatch(chat, call.function.name, call.function.arguments)
         chat.add("tool", answer, tool_call_id=call.id)
 
+:func:`run_turn` runs a whole turn with tool calls; async code uses
+:func:`arun_turn` or :func:`stream_turn` (loaded on first use, so ``import
+engram`` does not pay for asyncio).
+
 ``schemas(flavor)`` gives the same tools for OpenAI chat completions
 ("openai"), the OpenAI Responses API ("responses"), Anthropic ("anthropic")
 and MCP ("mcp"). Further tools join with :func:`register`.
@@ -53,6 +57,18 @@ for _builtin in BUILTIN_TOOLS:
     install(_builtin, replace=True)
 del _builtin
 
+#: The async chat loop, loaded on first use.
+_ASYNC = ("TurnStream", "arun_turn", "stream_turn")
+
+
+def __getattr__(name: str) -> object:
+    if name in _ASYNC:
+        from engram.tools import async_loop
+
+        return getattr(async_loop, name)
+    raise AttributeError(f"module 'engram.tools' has no attribute {name!r}")
+
+
 __all__ = [
     "BUILTIN_TOOLS",
     "DEFAULT_MAX_RESULT_TOKENS",
@@ -77,4 +93,5 @@ __all__ = [
     "select",
     "unregister",
     "validate",
+    *_ASYNC,
 ]

@@ -256,14 +256,19 @@ def run_turn(
 
     """
     steps = turn_steps(session, user_message, default_model=client.model, **options)
-    call = next(steps)
-    while True:
-        answer = client.chat(call.messages, purpose=PURPOSE, tools=call.tools)
-        try:
-            call = steps.send(answer)
-        except StopIteration as done:
-            result: TurnResult = done.value
-            return result
+    step = advance(steps, None)
+    while isinstance(step, ModelCall):
+        step = advance(steps, client.chat(step.messages, purpose=PURPOSE, tools=step.tools))
+    return step
+
+
+def advance(steps: TurnSteps, answer: LLMResult | None) -> ModelCall | TurnResult:
+    """Run a turn to its next model call (send it ``answer``, None to start), or to its end."""
+    try:
+        return next(steps) if answer is None else steps.send(answer)
+    except StopIteration as done:
+        result: TurnResult = done.value
+        return result
 
 
 def turn_steps(
