@@ -81,7 +81,7 @@ ERROR_STATUS: tuple[tuple[type[EngramError], int, str], ...] = (
 )
 
 #: Statuses any route may answer besides its success, documented on every route.
-COMMON_ERRORS = (401, 403, 404, 413, 422, 503)
+COMMON_ERRORS = (400, 401, 403, 404, 413, 422, 503)
 
 
 def status_of(exc: EngramError) -> tuple[int, str]:
@@ -130,7 +130,7 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    kinds = {404: "not_found", 405: "method_not_allowed"}
+    kinds = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}
     return JSONResponse(
         error_body(kinds.get(exc.status_code, "http_error"), str(exc.detail)),
         status_code=exc.status_code,

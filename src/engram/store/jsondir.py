@@ -55,10 +55,11 @@ from engram.store.common import now as _now
 from engram.store.common import scan_search
 from engram.store.common import utc as _utc
 from engram.store.jsondir_files import SCOPE_FILE, SESSIONS_DIR, JsonDirFiles, fsync_dir
+from engram.store.jsondir_keys import JsonDirApiKeys
 from engram.store.jsondir_scope import JsonDirScopeData
 
 
-class JsonDirStore(JsonDirScopeData, JsonDirFiles):
+class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
     """The :class:`~engram.store.base.Store` over a directory of JSON documents."""
 
     @classmethod
