@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from engram import edits
 from engram import scopes as scope_ops
 from engram.activity import Activity, scope_activity, session_activity
 from engram.apikeys import ApiKeys
@@ -354,6 +355,26 @@ class Engram:
         check_id("scope", scope)
         check_id("session", session_id)
         return self.store.delete_session(scope, session_id)
+
+    def delete_message(self, message_id: int, scope: str = "default") -> list[Message]:
+        """Delete one stored message of ``scope`` (a tool call with its results); audited.
+
+        Raises:
+            MessageNotFound: no such message in this scope.
+
+        """
+        found = self.message(message_id, scope)
+        return self.session(found.session, scope).delete_message(message_id)
+
+    def forget_scope(self, scope: str) -> dict[str, int]:
+        """Forget a scope ("forget this user"): delete everything it holds.
+
+        Every session, message, state, memory, audit entry and usage row of
+        the scope goes; the audit trail keeps one entry with the counts.
+        Returns how many ``sessions``, ``messages`` and ``memories`` were deleted.
+        """
+        check_id("scope", scope)
+        return edits.forget_scope(self.store, scope)
 
     # -- compaction and memories ------------------------------------------------------
 

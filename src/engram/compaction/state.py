@@ -8,6 +8,12 @@ A document that cannot be read (not an object, wrong types, impossible
 values) is never trusted: :func:`parse_state` logs a warning and returns a
 fresh state with ``reset_reason`` set, so the next compaction rebuilds the
 summary from the stored messages (they are never lost; seed 001 phase 8).
+
+A document marked :data:`STALE_KEY` (written when a message the summary
+covered was deleted or edited, see :mod:`engram.edits`) is read the same way:
+a fresh state whose ``reset_reason`` says why, so the summary and important
+data are rebuilt from the messages that remain and the deleted text never
+reaches a prompt again.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ log = logging.getLogger(__name__)
 STATE_KIND = "compaction"
 #: Format version written into the document.
 FORMAT = 1
+#: Key of a stored document whose summary covered a deleted or edited message.
+STALE_KEY = "stale"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +113,9 @@ def parse_state(data: Any) -> CompactionState:
     """
     if data is None:
         return fresh_state()
+    if isinstance(data, Mapping) and isinstance(data.get(STALE_KEY), str):
+        log.info("compaction state is stale (%s); it will be rebuilt", data[STALE_KEY])
+        return dataclasses.replace(fresh_state(), reset_reason=f"stale: {data[STALE_KEY]}")
     try:
         return _parse(data)
     except _Corrupt as exc:

@@ -7,8 +7,13 @@ Data model, whatever the backend:
 * a **session** is identified by ``(scope, session_id)``; the same session id
   in two scopes names two different sessions;
 * **messages** are append-only, with integer ids unique across the whole
-  store and increasing in insertion order; nothing but ``delete_session``
-  (an explicit admin purge) removes one, and nothing rewrites one;
+  store and increasing in insertion order; nothing rewrites one in place.
+  Only explicit deletions remove one: ``delete_session`` (an admin purge),
+  and the :class:`MessageEditor` verbs ``delete_messages`` (edit and
+  regenerate: an edit is a deletion plus a new message that names the one it
+  replaces, never an update) and ``delete_scope`` ("forget this user"). A
+  deleted message is gone from every read and from search, and its id is
+  never reused;
 * **state** documents (``kind`` = "compaction", "agent_state", "tool_cache",
   "lifecycle", ...) hang off a session and are saved by compare-and-set on
   their version;
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from engram.models import (
     JSON,
@@ -225,3 +230,36 @@ class Store(Protocol):
     def usage_totals(self, scope: str, session: str | None = None) -> JSON:
         """Sums: ``calls``, ``input_tokens``, ``output_tokens``, ``cost_usd``, by purpose too."""
         ...
+
+
+@runtime_checkable
+class MessageEditor(Protocol):
+    """The ability to delete stored messages and whole scopes (edit, regenerate, forget).
+
+    Every built-in backend has it; :func:`can_edit` tells whether a store does.
+    """
+
+    def delete_messages(self, scope: str, session: str, ids: Sequence[int]) -> list[Message]:
+        """Delete these messages of the session, atomically; returns those deleted, oldest first.
+
+        Ids not in this session of this scope are ignored (another scope's
+        message is never touched). The session's totals (message and token
+        counts, first and last message time) and the search index follow in
+        the same transaction. The session itself stays, even when emptied.
+        """
+        ...
+
+    def delete_scope(self, scope: str) -> dict[str, int]:
+        """Forget the scope: its sessions, messages, states, memories, audit trail and usage.
+
+        Returns how many ``sessions``, ``messages`` and ``memories`` were
+        deleted. Other scopes are untouched.
+        """
+        ...
+
+
+def can_edit(store: object) -> TypeGuard[MessageEditor]:
+    """True when ``store`` can delete messages and scopes (every built-in backend can)."""
+    return callable(getattr(store, "delete_messages", None)) and callable(
+        getattr(store, "delete_scope", None)
+    )

@@ -149,6 +149,40 @@ class MemoryStore(MemoryApiKeys):
         with self._data.lock:
             return self._data.sessions.pop((scope, session), None) is not None
 
+    def delete_messages(self, scope: str, session: str, ids: Sequence[int]) -> list[Message]:
+        """Delete these messages of the session, atomically; returns those deleted, oldest first."""
+        wanted = {int(i) for i in ids}
+        with self._data.lock:
+            found = self._session(scope, session)
+            if found is None or not wanted:
+                return []
+            gone = [m for m in found.messages if m.id in wanted]
+            if gone:
+                found.messages = [m for m in found.messages if m.id not in wanted]
+                stamps = [m.created_at for m in found.messages]
+                found.info = replace(
+                    found.info,
+                    updated_at=max(_now(), found.info.updated_at),
+                    message_count=found.info.message_count - len(gone),
+                    token_count=found.info.token_count - sum(m.tokens for m in gone),
+                    first_message_at=min(stamps, default=None),
+                    last_message_at=max(stamps, default=None),
+                )
+            return [_copy(m) for m in gone]
+
+    def delete_scope(self, scope: str) -> dict[str, int]:
+        """Forget the scope: sessions, messages, states, memories, audit trail, usage."""
+        data = self._data
+        with data.lock:
+            keys = [key for key in data.sessions if key[0] == scope]
+            messages = sum(len(data.sessions.pop(key).messages) for key in keys)
+            memories = [i for i, m in data.memories.items() if m.scope == scope]
+            for memory_id in memories:
+                del data.memories[memory_id]
+            data.audit = [row for row in data.audit if row[0] != scope]
+            data.usage = [row for row in data.usage if row[0] != scope]
+        return {"sessions": len(keys), "messages": messages, "memories": len(memories)}
+
     # -- messages ---------------------------------------------------------------------
 
     def append(

@@ -57,6 +57,7 @@ from engram.store.postgres_connection import check_on_checkout as _check
 from engram.store.postgres_connection import configure_connection as _configure
 from engram.store.postgres_connection import libpq_conninfo as _conninfo
 from engram.store.postgres_connection import mask_url as _mask
+from engram.store.postgres_edits import PostgresEdits
 from engram.store.postgres_keys import PostgresApiKeys
 from engram.store.postgres_migrations import migrate
 from engram.store.postgres_rows import MESSAGE_COLUMNS as _MESSAGE_COLUMNS
@@ -84,7 +85,7 @@ _APPEND_SQL = """
 """
 
 
-class PostgresStore(PostgresScopeData, PostgresApiKeys, PostgresConnections):
+class PostgresStore(PostgresEdits, PostgresScopeData, PostgresApiKeys, PostgresConnections):
     """The :class:`~engram.store.base.Store` over PostgreSQL (psycopg 3 + a connection pool)."""
 
     def job_queue(self, worker_id: str) -> JobQueue:

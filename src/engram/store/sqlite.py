@@ -43,6 +43,7 @@ from engram.store.common import now as _now
 from engram.store.common import utc as _utc
 from engram.store.sqlite_connection import BUSY_TIMEOUT_MS, SQLiteConnections
 from engram.store.sqlite_connection import guarded as _guarded
+from engram.store.sqlite_edits import SQLiteEdits
 from engram.store.sqlite_keys import SQLiteApiKeys
 from engram.store.sqlite_migrations import migrate
 from engram.store.sqlite_rows import MSG_COLUMNS as _MSG
@@ -97,7 +98,7 @@ _UPDATE_TOTALS = """UPDATE sessions SET
 WHERE id = ?6"""
 
 
-class SQLiteStore(SQLiteScopeData, SQLiteApiKeys, SQLiteConnections):
+class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteConnections):
     """The :class:`~engram.store.base.Store` on one SQLite file (or ``:memory:``).
 
     Open with ``SQLiteStore.from_url("sqlite:///path.db")`` or
