@@ -98,3 +98,16 @@ def test_tiny_run_writes_json_and_markdown(tmp_path: Path) -> None:
     md = (out / "smoke.md").read_text()
     assert "## Targets" in md and "context_50k" in md
     assert report.markdown(data) == md
+
+
+def test_offline_summary_quality_benchmark_holds() -> None:
+    """The offline summary benchmark's headline numbers (deterministic) do not slip back."""
+    from benchmarks.conversations import CONVERSATIONS
+    from benchmarks.summary_quality import measure, totals
+
+    result = totals({c.name: measure(c) for c in CONVERSATIONS})
+    assert result["repeated_entities"] == 0
+    assert result["mid_sentence_fragments"] == 0
+    assert result["decisions_cut_in_summaries"] == 0
+    assert result["filler_in_summaries"] == 0 and result["filler_in_memories"] == 0
+    assert result["fact_recall_one_cycle"] >= 0.9 and result["fact_recall_two_cycles"] >= 0.95

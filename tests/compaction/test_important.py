@@ -182,3 +182,27 @@ class TestDecisionsOffline:
             ]
         )
         assert data["key_decisions"] == ["We decided to launch Phoenix on April 29."]
+
+
+class TestEntities:
+    def test_names_one_per_line_are_separate_names(self):
+        notes = "Attendees\nBob Chen\nMaria Lopez\nAction items\nBob Chen fixes the login bug"
+        data = extract_offline([{"role": "user", "content": notes}])
+        assert data["entities"] == ["Bob Chen", "Maria Lopez"]
+
+    def test_a_repeated_run_is_kept_once(self):
+        data = extract_offline([{"role": "user", "content": "I asked Bob Chen Bob Chen about it."}])
+        assert data["entities"] == ["Bob Chen"]
+
+    def test_sentence_openers_and_dates_are_not_names(self):
+        text = (
+            "Due November 22, the essay is due. For Causes, see the notes. "
+            "Wednesday Maria Lopez ships it."
+        )
+        data = extract_offline([{"role": "user", "content": text}])
+        assert data["entities"] == ["Maria Lopez"]
+
+    def test_a_name_said_by_a_longer_one_is_left_out(self):
+        text = "We stay at Lisboa Carmo. The Lisboa Carmo Hotel is in Chiado."
+        data = extract_offline([{"role": "user", "content": text}])
+        assert data["entities"] == ["Lisboa Carmo Hotel"]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -185,3 +186,64 @@ class TestLLMSummarizer:
         assert out.fallback_reason
         assert out.data["user_preferences"] == {"theme": "dark"}
         assert len(out.usage) == 1  # the failed call still cost tokens
+
+
+class TestOfflineQuality:
+    """What a user without a model reads: whole sentences, no pleasantries."""
+
+    DECISION = (
+        "After comparing the three vendors on price, support hours and the effort of moving "
+        "our customer records, we decided to sign the two-year contract with Zendesk at $19 per "
+        "agent per month starting on July 1, and to cancel Freshdesk when its trial ends."
+    )
+
+    def conversation(self) -> list[dict[str, str]]:
+        messages = long_conversation(8)
+        messages.insert(3, {"role": "user", "content": self.DECISION})
+        messages += [
+            {"role": "user", "content": "Thanks, that's all!"},
+            {"role": "assistant", "content": "You're welcome, Dana. Have a good day!"},
+        ]
+        return messages
+
+    def test_a_long_decision_is_kept_whole(self):
+        out = OfflineSummarizer().summarize(self.conversation(), previous_summary=None, version=1)
+        assert self.DECISION in out.text  # it used to be cut after 40 words: "... and to cancel."
+
+    @pytest.mark.parametrize("version", [1, 2, 3])
+    def test_every_piece_starts_a_sentence(self, version: int):
+        out = OfflineSummarizer().summarize(
+            self.conversation(), previous_summary=None, version=version
+        )
+        pieces = re.split(r"(?:^|\s)(?:User|Assistant): ", out.text)[1:]
+        assert pieces and all(not p[0].islower() for p in pieces), pieces
+        assert "…" not in out.text
+
+    def test_pleasantries_are_left_out(self):
+        out = OfflineSummarizer().summarize(self.conversation(), previous_summary=None, version=3)
+        assert "that's all" not in out.text and "welcome" not in out.text
+
+    def test_only_pleasantries_are_kept_as_they_are(self):
+        out = OfflineSummarizer().summarize(
+            [{"role": "user", "content": "Thanks!"}], previous_summary=None, version=1
+        )
+        assert out.text == "User: Thanks!"
+
+
+@pytest.mark.parametrize(
+    ("sentence", "filler"),
+    [
+        ("Thanks, that's all!", True),
+        ("Perfect, thank you so much.", True),
+        ("You're welcome, Dana.", True),
+        ("Ok great.", True),
+        ("Sounds good, the design freeze is February 10.", False),
+        ("Good luck with the migration!", False),
+        ("Yes, pgloader keeps the ids.", False),
+        ("Thanks for the 3 tips.", False),
+    ],
+)
+def test_is_filler(sentence: str, filler: bool) -> None:
+    from engram.compaction.words import is_filler
+
+    assert is_filler(sentence) is filler

@@ -50,6 +50,21 @@ class TestExtractiveMemory:
         assert first is not None and first == extractive_memory(transcript)
         assert first.count(".") <= 5 and len(first) <= 600  # 2-4 sentences after "User said:"
 
+    def test_pleasantries_left_out_and_a_long_decision_kept_whole(self, mem: Engram) -> None:
+        decision = (
+            "After comparing the three vendors on price and support hours, we decided to sign "
+            "the two-year contract with Zendesk at $19 per agent per month starting on July 1."
+        )
+        chat = converse(
+            mem,
+            "s1",
+            "app",
+            [(decision, "Noted."), ("Perfect, thank you so much.", "You're welcome!")],
+        )
+        read = lambda limit, before: mem.store.tail("app", chat.id, limit=limit, before_id=before)  # noqa: E731
+        memory = extractive_memory(read_transcript(read))
+        assert memory == "User said: " + decision
+
     def test_nothing_to_keep_is_skipped(self, mem: Engram) -> None:
         converse(mem, "s1", "app", [("Hi!", "Hello!"), ("Is it raining?", "No.")])
         outcome = end_session(Memories(mem.store, "app"), "s1", "closed").result()

@@ -283,11 +283,20 @@ _BARE_LIST = re.compile(
     r"(?P<list>[A-Z][a-z]+(?:\s*,\s*(?:and\s+)?[A-Z][a-z]+){2,}(?:\s*,?\s*and\s+[A-Z][a-z]+)?)"
 )
 _HANDLE = re.compile(r"(?<![\w@.])@[A-Za-z0-9_][A-Za-z0-9_.-]{1,38}[A-Za-z0-9_]")
-_NAME = re.compile(r"\b[A-Z][a-zA-Z0-9&'-]+(?:\s+(?:of\s+|de\s+|van\s+)?[A-Z][a-zA-Z0-9&'-]+)+")
+# Words of a name stay on one line: a list of names, one per line, is several names.
+_NAME = re.compile(
+    r"\b[A-Z][a-zA-Z0-9&'-]+(?:[ \t]+(?:of[ \t]+|de[ \t]+|van[ \t]+)?[A-Z][a-zA-Z0-9&'-]+)+"
+)
+_CALENDAR = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday january february march april may"
+    " june july august september october november december".split()
+)
+_STARTS = re.compile(r"(?:^|[.!?:]\s+|\n\s*)$")
 _NOT_NAME_START = frozenset(
     "the a an i i'm i'll i've my our we you your this that these those it its "
     "please let's let and but or so if when then also noted sure yes no ok okay "
-    "important key hello hi thanks thank dear".split()
+    "important key hello hi thanks thank dear for due after before with in on at from to by"
+    " then since until about as per via".split()
 )
 _THEMES = re.compile(r"\b(dark|light)\s+(?:mode|theme)\b", re.IGNORECASE)
 _FONT = re.compile(
@@ -402,14 +411,52 @@ def _split_list(text: str) -> list[str]:
 
 
 def _entities(text: str) -> list[str]:
+    """Handles and multi-word capitalized names, each once.
+
+    A capitalized word that opens a sentence is left out of a name when the
+    text also uses it in lower case ("Due November", "For Causes"); weekdays
+    and months never start one; a run repeated inside a match is kept once.
+    """
     found: list[str] = [m.group(0) for m in _HANDLE.finditer(text)]
-    for match in _NAME.finditer(_URL.sub(" ", text)):
+    plain = _URL.sub(" ", text)
+    lower = set(re.findall(r"[a-z][a-z'-]+", plain))
+    for match in _NAME.finditer(plain):
         words = match.group(0).split()
-        while words and words[0].lower() in _NOT_NAME_START:
-            words = words[1:]
+        opens = bool(_STARTS.search(plain[: match.start()]))
+        while words and (
+            words[0].lower() in _NOT_NAME_START
+            or words[0].lower() in _CALENDAR
+            or (opens and words[0].lower() in lower)
+        ):
+            words, opens = words[1:], False
+        words = _without_repeats(words)
         if len(words) >= 2:
             found.append(" ".join(words))
-    return found
+    return _keep_longest(found)
+
+
+def _without_repeats(words: list[str]) -> list[str]:
+    """``words`` with a run that repeats right after itself kept once ("Bob Chen Bob Chen")."""
+    size = 1
+    while size <= len(words) // 2:
+        for start in range(len(words) - 2 * size + 1):
+            if words[start : start + size] == words[start + size : start + 2 * size]:
+                words = words[: start + size] + words[start + 2 * size :]
+                break
+        else:
+            size += 1
+    return words
+
+
+def _keep_longest(names: list[str]) -> list[str]:
+    """Names in order, once, leaving out one that a longer kept name already says."""
+    unique = _dedupe(names)
+    keys = [f" {' '.join(n.split()).casefold()} " for n in unique]
+    return [
+        name
+        for name, key in zip(unique, keys, strict=True)
+        if not any(key != other and key in other for other in keys)
+    ]
 
 
 #: Newest items of each list, and newest keys of each object, the prompt shows.

@@ -8,9 +8,11 @@ Two implementations of one :class:`Summarizer` protocol:
   client's single retry) it falls back to the offline summarizer and says so
   in ``fallback_reason`` (DESIGN invariant 6).
 * :class:`OfflineSummarizer` needs no model: a deterministic extractive
-  summary (sentences scored by position, keywords, user requests, decisions
-  and preferences, picked until the word range is met) and rule-based
-  important data. The same input always gives the same output.
+  summary (whole sentences scored by position, keywords, user requests,
+  decisions, preferences, numbers and names, picked until the word range is
+  met; pleasantries left out) and rule-based important data. A sentence is
+  only ever cut when no whole sentence can fill the range (text without
+  punctuation). The same input always gives the same output.
 
 Both report their name (``"offline"`` or ``"llm:<model>"``) so the
 compaction state records which one wrote it.
@@ -18,6 +20,7 @@ compaction state records which one wrote it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import re
@@ -39,7 +42,7 @@ from engram.compaction.transcript import (
     text_of,
     tool_call_names,
 )
-from engram.compaction.words import count_words, target_words
+from engram.compaction.words import count_words, is_filler, target_words
 from engram.errors import LLMBadResponse, LLMError
 from engram.llm.client import LLMClient, LLMResult
 from engram.models import JSON
@@ -64,9 +67,9 @@ Create an updated summary that incorporates new messages while preserving import
 
 #: Name recorded for summaries written without a model.
 OFFLINE_NAME = "offline"
-#: Longest piece (in words) the offline summarizer picks at once; longer
-#: sentences are split so one rambling sentence cannot fill the whole summary.
-MAX_PIECE_WORDS = 40
+#: Score taken off a piece of fewer words than this with no number: a heading
+#: ("Attendees") or a fragment says little on its own.
+MIN_PIECE_WORDS = 3
 #: Transcript characters sent to the model per call; longer folds are
 #: summarized in chunks, each chunk folding into the running summary.
 MAX_TRANSCRIPT_CHARS = 120_000
@@ -135,6 +138,7 @@ _IMPORTANT = re.compile(
     r"\b(?:important|critical|key|must|deadline|remember|note that|finding)\b", re.IGNORECASE
 )
 _WORD = re.compile(r"[a-z0-9][a-z0-9'-]+")
+_PROPER = re.compile(r"(?<=[a-z0-9,;] )[A-Z][\w&'-]+")
 _LABELS = {"user": "User", "assistant": "Assistant", "tool": "Tool result", "system": "System"}
 
 
@@ -150,6 +154,7 @@ class _Piece:
     words: int
     score: float
     terms: frozenset[str]
+    filler: bool = False  # a pleasantry: used only when there is nothing else
 
 
 class OfflineSummarizer:
@@ -176,23 +181,41 @@ class OfflineSummarizer:
         return ImportantOutput(data=data, summarizer=self.name)
 
 
-def _chunks(sentence: str) -> list[str]:
-    words = sentence.split()
-    if len(words) <= MAX_PIECE_WORDS:
-        return [sentence]
-    return [" ".join(words[i : i + MAX_PIECE_WORDS]) for i in range(0, len(words), MAX_PIECE_WORDS)]
-
-
 def _content_words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS]
+
+
+def _sentence_score(role: str, sentence: str, first: bool) -> float:
+    """What a sentence is worth by what it says (its position is scored by the caller)."""
+    score = 0.5 if first else 0.0
+    if role == "user":
+        score += 0.5
+        if _REQUEST.search(sentence):
+            score += 1.5
+        elif "?" in sentence:
+            score += 0.75
+    elif role == "tool":
+        score -= 1.0
+    if _DECISION.search(sentence):
+        score += 2.0
+    if _PREFERENCE.search(sentence):
+        score += 1.5
+    if _IMPORTANT.search(sentence):
+        score += 1.0
+    if "http://" in sentence or "https://" in sentence:
+        score += 1.0
+    digits = any(ch.isdigit() for ch in sentence)
+    score += (0.5 if digits else 0.0) + min(len(_PROPER.findall(sentence)), 2) * 0.25
+    if len(sentence.split()) < MIN_PIECE_WORDS and not digits:
+        score -= 1.5
+    return score
 
 
 def _pieces(messages: Sequence[MessageLike], previous_summary: str | None) -> list[_Piece]:
     raw: list[tuple[str, float]] = []  # (text, base score) in output order
     for sentence in split_sentences(previous_summary or ""):
-        for chunk in _chunks(sentence):
-            # The previous summary already is the distilled past: keep it first.
-            raw.append((chunk, 3.0))
+        # The previous summary already is the distilled past: keep it first.
+        raw.append((sentence, 3.0))
     converted = [as_openai(m) for m in messages]
     last = len(converted) - 1
     for index, message in enumerate(converted):
@@ -203,21 +226,9 @@ def _pieces(messages: Sequence[MessageLike], previous_summary: str | None) -> li
         if names:
             raw.append((f"Assistant called {', '.join(names)}.", 0.3 + position))
         for number, sentence in enumerate(split_sentences(text_of(message))):
-            for part, chunk in enumerate(_chunks(sentence)):
-                score = position + (0.5 if number == 0 and part == 0 else 0.0)
-                if role == "user":
-                    score += 0.5 + (1.5 if _REQUEST.search(chunk) or "?" in chunk else 0.0)
-                elif role == "tool":
-                    score -= 1.0
-                if _DECISION.search(chunk):
-                    score += 2.0
-                if _PREFERENCE.search(chunk):
-                    score += 1.5
-                if _IMPORTANT.search(chunk):
-                    score += 1.0
-                if "http://" in chunk or "https://" in chunk:
-                    score += 1.0
-                raw.append((f"{label}: {chunk}", score))
+            raw.append(
+                (f"{label}: {sentence}", position + _sentence_score(role, sentence, number == 0))
+            )
     frequency = Counter(w for text, _ in raw for w in set(_content_words(text)))
     pieces: list[_Piece] = []
     seen: set[str] = set()
@@ -231,7 +242,13 @@ def _pieces(messages: Sequence[MessageLike], previous_summary: str | None) -> li
             sum(math.log1p(frequency[w]) for w in set(words)) / max(8, len(words)) if words else 0.0
         )
         score = base + min(keyword, 1.0)
-        pieces.append(_Piece(order, text, count_words(text), score, frozenset(words)))
+        body = text.split(": ", 1)[-1]
+        pieces.append(
+            _Piece(order, text, count_words(text), score, frozenset(words), is_filler(body))
+        )
+    if all(p.filler for p in pieces):
+        # Nothing but pleasantries: they are the conversation, keep them.
+        pieces = [dataclasses.replace(p, filler=False) for p in pieces]
     return pieces
 
 
@@ -240,7 +257,8 @@ def _select(pieces: list[_Piece], low: int, high: int) -> str:
     chosen: dict[int, str] = {}
     chosen_terms: list[frozenset[str]] = []
     total = 0
-    # Pass 1 skips pieces that repeat a chosen one; pass 2 accepts them.
+    ranked = [p for p in ranked if not p.filler]
+    # Whole sentences only. Pass 1 skips pieces that repeat a chosen one; pass 2 accepts them.
     for allow_redundant in (False, True):
         for piece in ranked:
             if total >= low:
@@ -252,7 +270,8 @@ def _select(pieces: list[_Piece], low: int, high: int) -> str:
             chosen[piece.order] = _finish(piece.text)
             chosen_terms.append(piece.terms)
             total += piece.words
-    # Still short of the range: fill with the start of the best piece that did not fit.
+    # Still short of the range (sentences longer than the room left, as in text
+    # without punctuation): fill with the start of the best piece that did not fit.
     for piece in ranked:
         if total >= low or high - total <= 0:
             break

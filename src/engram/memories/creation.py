@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from engram.compaction.transcript import format_transcript, split_sentences
+from engram.compaction.words import is_filler
 from engram.errors import LLMBadResponse
 from engram.llm import LLMClient, LLMResult
 from engram.memories.budget import PURPOSE_CREATE
@@ -45,8 +46,9 @@ MAX_TRANSCRIPT_MESSAGES = 400
 MAX_ANSWER_TOKENS = 300
 #: Sentences the extractive memory keeps at most (seed 003: 2-4 sentences).
 MAX_SENTENCES = 4
-#: Characters one extracted sentence keeps at most.
-MAX_SENTENCE_CHARS = 160
+#: Characters one extracted sentence may have; longer ones are left out whole
+#: rather than cut (a decision cut in half says the wrong thing).
+MAX_SENTENCE_CHARS = 300
 #: Rows read per store call while collecting the transcript.
 _CHUNK = 50
 
@@ -102,7 +104,6 @@ _CUES = {
     "using": 1,
 }
 _TOKEN = re.compile(r"[a-z0-9']+")
-_FILLER = frozenset({"thanks", "thank you", "ok", "okay", "hi", "hello", "bye", "yes", "no"})
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:memory(?: record)?|created memory)(?:\*\*)?\s*:\s*", re.I)
 
 
@@ -194,11 +195,16 @@ def extractive_memory(transcript: Sequence[Message]) -> str | None:
             position += 1
             text = " ".join(sentence.split())
             words = _TOKEN.findall(text.lower())
-            if len(words) < 3 or text.endswith("?") or text.lower().strip(".!") in _FILLER:
+            if (
+                len(words) < 3
+                or text.endswith("?")
+                or is_filler(text)
+                or len(text) > MAX_SENTENCE_CHARS
+            ):
                 continue
             score = sum(_CUES.get(word, 0) for word in words)
             score += 1 if any(ch.isdigit() for ch in text) else 0
-            candidates.append((score, position, _bound(text, MAX_SENTENCE_CHARS)))
+            candidates.append((score, position, text))
     if not candidates:
         return None
     # Best score first; among equals the later statement wins (it is the newer fact).
