@@ -13,9 +13,7 @@ from engram.store.base import can_edit
 
 @pytest.fixture(autouse=True)
 def _editable(mem: Engram) -> None:
-    # TEMPORARY: the jsondir verbs follow once jsondir.py's split into a package lands.
-    if not can_edit(mem.store):
-        pytest.skip("jsondir: deletion verbs not written yet")
+    assert can_edit(mem.store), f"{mem.store.url} cannot delete messages"
 
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}

@@ -19,8 +19,7 @@ from .test_contract import T0, add, ids
 
 @pytest.fixture
 def editor(store: Store) -> MessageEditor:
-    if not can_edit(store):  # TEMPORARY: jsondir's verbs follow its split into a package
-        pytest.skip("jsondir: deletion verbs not written yet")
+    assert can_edit(store), f"{store.url} cannot delete messages"
     return store
 
 

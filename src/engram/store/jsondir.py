@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -248,6 +249,53 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
             fsync_dir(path.parent)
             self._cache.pop(path, None)
             return True
+
+    def delete_messages(self, scope: str, session: str, ids: Sequence[int]) -> list[Message]:
+        """Delete these messages of the session (one document rewrite); oldest first."""
+        wanted = {int(i) for i in ids}
+        with self._locked():
+            parsed = self._parsed(scope, session)
+            if parsed is None or not wanted:
+                return []
+            info, history, states = parsed
+            gone = [m for m in history if m.id in wanted]
+            if not gone:
+                return []
+            kept = [m for m in history if m.id not in wanted]
+            stamps = [m.created_at for m in kept]
+            info = replace(
+                info,
+                updated_at=max(_now(), info.updated_at),
+                message_count=info.message_count - len(gone),
+                token_count=info.token_count - sum(m.tokens for m in gone),
+                first_message_at=min(stamps, default=None),
+                last_message_at=max(stamps, default=None),
+            )
+            self._save(info, kept, states)
+            return gone
+
+    def delete_scope(self, scope: str) -> dict[str, int]:
+        """Forget the scope: its folder goes (renamed away at once, then removed)."""
+        folder = self._scope_dir(scope)
+        with self._locked():
+            if not folder.is_dir():
+                return {"sessions": 0, "messages": 0, "memories": 0}
+            sessions = self._session_ids(scope)
+            counts = {
+                "sessions": len(sessions),
+                "messages": sum(len(self._messages(scope, s)) for s in sessions),
+                "memories": len(self._memories_raw(scope)),
+            }
+            doomed = folder.with_name(f".deleted-{folder.name}-{os.getpid()}")
+            try:
+                folder.rename(doomed)  # atomic: readers see the whole scope or none of it
+                fsync_dir(self.root)
+                shutil.rmtree(doomed)
+            except OSError as exc:
+                raise StoreError(f"cannot delete scope folder {folder}: {exc}") from exc
+            for path in [p for p in self._cache if folder in p.parents]:
+                self._cache.pop(path, None)
+            return counts
 
     # -- messages -------------------------------------------------------------------
 
