@@ -3,9 +3,9 @@
 * append: count the message once (exact ``o200k_base``, chat overhead), insert
   the row and its FTS5 entry in one transaction;
 * context: walk the newest rows of the session on the ``(session_id, id)``
-  index, summing the stored counts until the budget is met, then return them
-  oldest first in OpenAI format, with their ids (Engram reports which stored
-  messages went in);
+  index, summing the stored counts until the budget is met, and return
+  ``(role, content)`` tuples oldest first: the least work that gives the same
+  messages (no ids, no dicts; Engram does more, and the ratio says what it costs);
 * search: FTS5 (porter stemming, BM25, snippets) restricted to the session,
   every term required first, then any term to fill up (Engram's semantics);
 
@@ -149,26 +149,26 @@ class Floor:
 
     # -- reading -----------------------------------------------------------------
 
-    def context(self, sid: int, budget: int) -> tuple[list[dict[str, str]], int, list[int]]:
+    def context(self, sid: int, budget: int) -> tuple[list[tuple[str, str]], int]:
         """Newest messages that fit ``budget`` (reply priming included), oldest first.
 
-        Returns the messages, their total and their ids: Engram's context says
-        which stored messages went in, so the floor reads the ids too.
+        Returns ``(role, content)`` tuples and their total: the walk down the
+        index stops at the first row that does not fit, and nothing else is built.
         """
         total = REPLY_PRIMING
-        picked: list[tuple[int, str, str]] = []
+        picked: list[tuple[str, str]] = []
         cursor = self.conn.execute(
-            "SELECT id, role, content, tokens FROM messages WHERE session_id = ? ORDER BY id DESC",
+            "SELECT role, content, tokens FROM messages WHERE session_id = ? ORDER BY id DESC",
             (sid,),
         )
-        for mid, role, content, tokens in cursor:
+        for role, content, tokens in cursor:
             if total + tokens > budget:
                 break
             total += tokens
-            picked.append((mid, role, content))
+            picked.append((role, content))
         cursor.close()
         picked.reverse()
-        return [{"role": r, "content": c} for _, r, c in picked], total, [i for i, _, _ in picked]
+        return picked, total
 
     def search(self, sid: int, query: str, limit: int = 10) -> list[tuple[int, str, float]]:
         """BM25 hits with snippets within the session: all terms first, then any term.

@@ -239,11 +239,7 @@ def markdown(results: dict[str, Any]) -> str:
                         f"{key}: "
                         + ", ".join(
                             f"{t} {v['messages']} msgs/{v['tokens']} tok"
-                            + (
-                                " (same messages and ids as the floor)"
-                                if v.get("same_messages")
-                                else ""
-                            )
+                            + (" (same messages as the floor)" if v.get("same_messages") else "")
                             for t, v in row.items()
                         )
                     )

@@ -27,3 +27,29 @@ def test_errors_share_one_base() -> None:
     errors = [getattr(engram, n) for n in engram.__all__ if n.endswith(("Error", "NotFound"))]
     errors += [engram.CorruptedData]
     assert errors and all(issubclass(e, engram.EngramError) for e in errors)
+
+
+def test_import_engram_leaves_optional_parts_unloaded() -> None:
+    """``import engram`` stays light: what only some programs use is loaded on first use.
+
+    (The time itself is measured by ``benchmarks/import_time.py``, not asserted here.)
+    """
+    import subprocess
+    import sys
+
+    lazy = [
+        "openai",  # the model client's SDK: when a model is used
+        "dateutil",  # date phrases: on the first one that needs it
+        "tiktoken",  # token counting: with the first vocabulary
+        "socket",  # the shared job queue: when a store offers one
+        "engram.tools",  # tool schemas and the chat loop: on first use of engram.tools
+        "engram.transfer",  # session documents: export and import
+        "engram.background.queue",
+        "engram.exchanges",
+    ]
+    code = f"import sys, engram; print([m for m in {lazy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    code = "import engram; print(engram.tools.schemas('openai')[0]['function']['name'])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "search_history"  # the lazy attribute still works

@@ -10,7 +10,8 @@ for the model to recall anything it no longer sees::
     ctx = chat.context(budget=8000, system="You are a project assistant.", model="gpt-4o-mini")
 """
 
-from engram import tools
+import typing as _typing
+
 from engram.compaction.cycle import CompactionResult
 from engram.config import Config
 from engram.context import Context, Section
@@ -38,6 +39,9 @@ from engram.session import Session
 from engram.store import Store, open_store
 from engram.tokens import TokenCounter, counter_for_model
 
+if _typing.TYPE_CHECKING:
+    from engram import tools
+
 __version__ = "0.1.0"
 
 #: Loaded on first use, so ``import engram`` does not import asyncio.
@@ -45,10 +49,16 @@ _ASYNC = ("AsyncEngram", "AsyncSession", "open_async")
 
 
 def __getattr__(name: str) -> object:
+    # ``engram.tools`` (schemas derived from signatures, the chat loop) and the async
+    # API are imported on first use, so ``import engram`` stays fast without them.
     if name in _ASYNC:
         from engram import aio
 
         return getattr(aio, name)
+    if name == "tools":
+        import engram.tools
+
+        return engram.tools
     raise AttributeError(f"module 'engram' has no attribute {name!r}")
 
 

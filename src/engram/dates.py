@@ -28,9 +28,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from dateutil import parser as du_parser
 
 from engram.errors import ConfigError, DateParseError
 
@@ -311,7 +310,7 @@ def _read_iso(phrase: str, now: datetime, zone: ZoneInfo) -> _Range | None:
         one = date.fromisoformat(f"{year}-{month}-{day}")
         return _days(one, one, zone)
     try:
-        moment = du_parser.isoparse(phrase.upper())
+        moment = _dateutil().isoparse(phrase.upper())
     except ValueError:
         raise DateParseError("not a valid ISO date and time") from None
     if offset is None:
@@ -373,9 +372,9 @@ def _dateutil_parts(phrase: str) -> dict[str, int]:
     first_default = datetime(2000, 1, 1, 0, 0, 0)  # noqa: DTZ001 - naive on purpose: fields only
     second_default = datetime(2004, 2, 2, 1, 1, 1)  # noqa: DTZ001
     try:
-        first = du_parser.parse(phrase, default=first_default)
-        second = du_parser.parse(phrase, default=second_default)
-    except (du_parser.ParserError, ValueError, OverflowError):
+        first = _dateutil().parse(phrase, default=first_default)
+        second = _dateutil().parse(phrase, default=second_default)
+    except (_dateutil().ParserError, ValueError, OverflowError):
         raise DateParseError("no such date") from None
     parts: dict[str, int] = {}
     for field in ("year", "month", "day", "hour", "minute"):
@@ -404,3 +403,10 @@ _READERS: tuple[Callable[[str, datetime, ZoneInfo], _Range | None], ...] = (
     _read_weekday,
     _read_month_name,
 )
+
+
+def _dateutil() -> Any:
+    """``dateutil.parser``, imported on the first date phrase that needs it."""
+    from dateutil import parser
+
+    return parser

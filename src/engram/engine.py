@@ -16,13 +16,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from engram import edits
 from engram import scopes as scope_ops
 from engram.activity import Activity, scope_activity, session_activity
 from engram.apikeys import ApiKeys
-from engram.background import QueueScheduler
 from engram.checks import MAX_CONTENT_BYTES, optional_timestamp, roles_filter, text_field
 from engram.compaction.cycle import CompactionResult
 from engram.compaction.summarizer import Summarizer
@@ -46,14 +45,11 @@ from engram.scopes import ScopeSummary
 from engram.session import TOOL_CALL_LOOKBACK, Session
 from engram.store import MAX_PAGE, Store, open_store
 from engram.store.api_keys import has_api_keys
-from engram.transfer import (
-    PreparedDocument,
-    check_target,
-    export_session,
-    prepare_document,
-    write_document,
-)
 from engram.validation import check_id
+
+if TYPE_CHECKING:
+    from engram.background.queue import QueueScheduler
+    from engram.transfer import PreparedDocument
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -170,6 +166,8 @@ class Engram:
     @property
     def jobs(self) -> QueueScheduler | None:
         """The shared job queue scheduler (PostgreSQL), else None."""
+        from engram.background.queue import QueueScheduler
+
         scheduler = self.runtime.scheduler
         return scheduler if isinstance(scheduler, QueueScheduler) else None
 
@@ -257,8 +255,10 @@ class Engram:
 
     def export_session(self, session_id: str, scope: str = "default") -> JSON:
         """One session as an Engram session document (messages, states), for ``import``."""
+        from engram import transfer  # session documents: only export and import need them
+
         self.require_session(session_id, scope)
-        return export_session(self.store, scope, session_id)
+        return transfer.export_session(self.store, scope, session_id)
 
     def import_documents(
         self, documents: Sequence[Mapping[str, Any]], *, scope: str | None = None
@@ -273,16 +273,18 @@ class Engram:
             InvalidMessage: a message in it would be refused.
 
         """
+        from engram import transfer
+
         prepared = []
         for index, document in enumerate(documents):
             try:
-                prepared.append(prepare_document(document, scope=scope))
+                prepared.append(transfer.prepare_document(document, scope=scope))
             except (ImportFormatError, InvalidMessage) as exc:
                 raise ImportFormatError(f"document #{index}: {exc}") from None
         for item in prepared:
-            check_target(self.store, item)
+            transfer.check_target(self.store, item)
         for item in prepared:
-            write_document(self.store, item)
+            transfer.write_document(self.store, item)
         return prepared
 
     def scope_summaries(self, only: Sequence[str] | None = None) -> list[ScopeSummary]:

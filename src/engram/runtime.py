@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -38,7 +38,7 @@ from engram.policy import Policy, get_policy
 from engram.prompt_log import PromptRecorder
 from engram.sections.agent_state import compact_stored_agent_state
 from engram.store import Store
-from engram.tokens import TokenCounter, count_message, storage_counter
+from engram.tokens import TokenCounter, count_contents, count_message, storage_counter
 
 log = logging.getLogger("engram")
 
@@ -105,6 +105,22 @@ class Runtime:
             tool_calls=message.tool_calls,
             tool_call_id=message.tool_call_id,
         )
+
+    def count_many(self, batch: Sequence[NewMessage]) -> list[int]:
+        """:meth:`count` of each message; the contents of a large batch counted at once."""
+        contents = count_contents(self.counter, [m.content for m in batch])
+        return [
+            count_message(
+                self.counter,
+                m.role,
+                m.content,
+                name=m.name,
+                tool_calls=m.tool_calls,
+                tool_call_id=m.tool_call_id,
+                content_tokens=n,
+            )
+            for m, n in zip(batch, contents, strict=True)
+        ]
 
     def message(self, scope: str, message_id: int) -> Message:
         """One stored message by id, only if it belongs to ``scope``.

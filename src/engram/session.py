@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram import dates, edits
 from engram.checks import (
@@ -28,7 +28,6 @@ from engram.compaction.cycle import CompactionResult, load_compaction_state
 from engram.compaction.state import CompactionState
 from engram.context import Context
 from engram.errors import InvalidMessage, InvalidQuery, MessageNotFound
-from engram.exchanges import Exchanges
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.llm.client import LLMResult
 from engram.memories.records import Outcome as MemoryOutcome
@@ -41,6 +40,9 @@ from engram.runtime import Runtime
 from engram.sections.agent_state import load_agent_state, update_agent_state
 from engram.store.base import MAX_PAGE
 from engram.validation import build_message, build_messages, check_tool_answers
+
+if TYPE_CHECKING:
+    from engram.exchanges import Exchanges
 
 __all__ = ["DEFAULT_BUDGET", "TOOL_CALL_LOOKBACK", "Session"]
 
@@ -121,7 +123,7 @@ class Session:
 
     def _write(self, batch: list[NewMessage]) -> list[Message]:
         """Count each checked message once and append the batch in one transaction."""
-        tokens = [self.runtime.count(m) for m in batch]
+        tokens = self.runtime.count_many(batch)
         return self._store.append(self.scope, self.id, batch, tokens)
 
     def _recent_call_ids(self, batch: list[NewMessage]) -> set[str]:
@@ -365,6 +367,8 @@ class Session:
     @property
     def exchanges(self) -> Exchanges:
         """The exchange API: begin / add_agent_message / finalize, tool cache, debug view."""
+        from engram.exchanges import Exchanges  # only sessions of the exchanges preset use it
+
         return Exchanges(self)
 
     def agent_state(self) -> AgentState:

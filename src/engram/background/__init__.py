@@ -15,9 +15,13 @@ A scheduler never calls up into the ``Engram`` facade: it is given
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from engram.background.base import Handlers, Scheduler, SupportsJobQueue
 from engram.background.local import LocalScheduler
-from engram.background.queue import QueueScheduler
+
+if TYPE_CHECKING:
+    from engram.background.queue import QueueScheduler
 
 __all__ = [
     "Handlers",
@@ -29,8 +33,19 @@ __all__ = [
 ]
 
 
+def __getattr__(name: str) -> Any:
+    # The queue scheduler (sockets, uuids) is loaded when a store offers a queue.
+    if name == "QueueScheduler":
+        from engram.background.queue import QueueScheduler
+
+        return QueueScheduler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def make_scheduler(store: object, handlers: Handlers, *, run_jobs: bool = True) -> Scheduler:
     """The shared-queue scheduler when the store offers a queue, else the in-process one."""
     if isinstance(store, SupportsJobQueue):
+        from engram.background.queue import QueueScheduler
+
         return QueueScheduler(store, handlers, run_jobs=run_jobs)
     return LocalScheduler(handlers)
