@@ -152,6 +152,13 @@ class TestDelete:
         assert contents(kept) == ["What is the capital of Australia?", "Sydney."]
         assert "user-1" not in mem.scopes()
 
+    def test_a_forgotten_scope_stays_forgotten(self, mem: Engram) -> None:
+        s = chat(mem, "a", "user-1")
+        s.context()  # a turn waiting to be written to the prompt log
+        mem.forget_scope("user-1")
+        mem.runtime.prompts.flush()
+        assert mem.sessions("user-1") == [] and mem.session_info("a", "user-1") is None
+
 
 class TestSummaryFollows:
     def fill(self, s: Session, turns: int = 12) -> None:

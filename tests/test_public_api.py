@@ -40,6 +40,7 @@ def test_import_engram_leaves_optional_parts_unloaded() -> None:
     lazy = [
         "openai",  # the model client's SDK: when a model is used
         "dateutil",  # date phrases: on the first one that needs it
+        "engram.dates",
         "tiktoken",  # token counting: with the first vocabulary
         "socket",  # the shared job queue: when a store offers one
         "engram.tools",  # tool schemas and the chat loop: on first use of engram.tools

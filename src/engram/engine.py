@@ -356,6 +356,7 @@ class Engram:
         """Delete one conversation with everything it holds (admin); True if it existed."""
         check_id("scope", scope)
         check_id("session", session_id)
+        self.runtime.prompts.drop(scope, session_id)
         return self.store.delete_session(scope, session_id)
 
     def delete_message(self, message_id: int, scope: str = "default") -> list[Message]:
@@ -376,6 +377,7 @@ class Engram:
         Returns how many ``sessions``, ``messages`` and ``memories`` were deleted.
         """
         check_id("scope", scope)
+        self.runtime.prompts.drop(scope)  # turns waiting to be logged would recreate sessions
         return edits.forget_scope(self.store, scope)
 
     # -- compaction and memories ------------------------------------------------------

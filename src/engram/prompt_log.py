@@ -239,6 +239,16 @@ class PromptRecorder:
         for (batch_scope, batch_session), turns in batch.items():
             _write(self._store, batch_scope, batch_session, turns)
 
+    def drop(self, scope: str, session: str | None = None) -> None:
+        """Forget the waiting turns of a session (or of a whole scope) that was deleted.
+
+        Written later, they would bring the deleted session back as an empty one.
+        """
+        with self._lock:
+            gone = [k for k in self._pending if k[0] == scope and session in (None, k[1])]
+            for key in gone:
+                self._waiting -= len(self._pending.pop(key))
+
     def load(self, scope: str, session: str) -> PromptLog:
         """The session's log, with the turns this process still holds written first."""
         self.flush(scope, session)
