@@ -9,7 +9,7 @@ range ``[start, end)`` of timezone-aware UTC datetimes.
   hours, as it does on the wall clock.
 * Weeks run Monday to Sunday. A bare weekday ("monday", "last monday") is the
   most recent such day *before* today: on a Monday, "monday" is a week ago
-  (seed 000's rule, since "what did we say on Monday" asked on a Monday means
+  (since "what did we say on Monday" asked on a Monday means
   the previous one). "this monday" is the Monday of the current week.
 * A month and day without a year is the most recent such date that is not in
   the future.
@@ -291,7 +291,7 @@ def _read_weekday(phrase: str, now: datetime, zone: ZoneInfo) -> _Range | None:
     if match.group(1) == "this":
         day = _week_of(today) + timedelta(days=target)
     else:
-        back = (today.weekday() - target) % 7 or 7  # never today itself (seed 000)
+        back = (today.weekday() - target) % 7 or 7  # never today itself
         day = today - timedelta(days=back)
     return _days(day, day, zone)
 

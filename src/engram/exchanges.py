@@ -1,4 +1,4 @@
-"""Seed 004's cycle on a session: exchanges, the tool-result cache, session-start injection.
+"""The cycle on a session: exchanges, the tool-result cache, session-start injection.
 
 An **exchange** is one user question with everything the agent does up to
 its final answer::
@@ -82,7 +82,7 @@ MAX_CACHE_ENTRIES = 100
 MAX_RESULT_BYTES = 64_000
 #: Exchanges a proactive tool result stays cached when none is given.
 PROACTIVE_CACHE_EXCHANGES = 3
-#: Seed 004's words before the screen context in the injected message.
+#: The words before the screen context in the injected message.
 INJECTION_PREFIX = "I can see you're on a specific screen."
 #: Characters of one message shown per line of the debug view.
 DEBUG_LINE_CHARS = 200
@@ -121,7 +121,7 @@ class ExchangeHost(Protocol):
 
 
 class Exchanges:
-    """Seed 004's exchange API on one session. Get it from ``Session.exchanges``."""
+    """The exchange API on one session. Get it from ``Session.exchanges``."""
 
     def __init__(self, session: ExchangeHost):
         """Bind to ``session``; nothing is read until a method is called."""
@@ -206,7 +206,7 @@ class Exchanges:
         """Store the final answer, close the exchange, age the cache, compact if due.
 
         Each finalized exchange decrements every cache entry's remaining
-        lifetime; entries reaching zero are removed (seed 004).
+        lifetime; entries reaching zero are removed.
 
         Raises:
             InvalidQuery: No exchange is open.
@@ -304,7 +304,7 @@ class Exchanges:
         screen_context_text: str,
         proactive_tool_results: Sequence[Mapping[str, Any]] = (),
     ) -> list[Message]:
-        """Store seed 004's one-time injection; later calls return [] and store nothing.
+        """Store the one-time injection; later calls return [] and store nothing.
 
         Each proactive result is ``{"tool_name", "parameters", "result",
         "duration"?}``; they are stored as an assistant tool call with its
@@ -360,7 +360,7 @@ class Exchanges:
     # -- observability --------------------------------------------------------------
 
     def debug_view(self, *, budget: int | None = None, system: str | None = None) -> str:
-        """Seed 004's log: memory state, function cache state, what the agent receives."""
+        """The log: memory state, function cache state, what the agent receives."""
         session = self.session
         comp = session.compaction_state()
         rows, _ = unfolded(self._store, session.scope, session.id, comp.watermark)

@@ -2,5 +2,5 @@
 
 from __future__ import annotations
 
-#: Most messages ``Session.extended`` / ``get_extended_context`` return (seed 000).
+#: Most messages ``Session.extended`` / ``get_extended_context`` return.
 MAX_EXTENDED_CONTEXT = 50

@@ -131,7 +131,7 @@ class StateRecord:
 
 @dataclass(frozen=True, slots=True)
 class MemoryRecord:
-    """A long-term memory of a scope (seed 003)."""
+    """A long-term memory of a scope."""
 
     id: int
     scope: str

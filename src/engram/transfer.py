@@ -1,7 +1,7 @@
 """Moving data between stores: export a session, import a document, copy a whole store.
 
 The exchange format is the jsondir session document (:mod:`engram.store.jsondoc`,
-seed 002's context file extended), so an exported session can be dropped into
+the context file extended), so an exported session can be dropped into
 a jsondir store, read by a person, or imported anywhere.
 
 What a copy keeps: every scope, session (with its policy), message (role,

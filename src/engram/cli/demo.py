@@ -149,7 +149,7 @@ def _show_by_date(chat: Session) -> None:
 
 
 def _show_compaction(chat: Session) -> None:
-    _heading("5. The same history under 'summary_buffer' (seed 001: summarize over 3,000 tokens)")
+    _heading("5. The same history under 'summary_buffer' (summarize over 3,000 tokens)")
     result = chat.compact(system=DEMO_SYSTEM, policy="summary_buffer")
     state = chat.compaction_state()
     if result.committed or state.summary_version:
@@ -170,7 +170,7 @@ def _show_compaction(chat: Session) -> None:
 
 
 def _show_memory(mem: Engram, chat: Session) -> None:
-    _heading("6. The conversation ends: a long-term memory for the scope (seed 003)")
+    _heading("6. The conversation ends: a long-term memory for the scope")
     outcome = chat.end("demo finished", wait=True).result()
     written = outcome.memory.content if outcome.memory else outcome.detail
     click.echo(f"  {outcome.status}: {first_line(written, WIDTH)}")

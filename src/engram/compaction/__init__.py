@@ -2,8 +2,8 @@
 
 Pure planning (:mod:`.planner`), summarizers (:mod:`.summarizer`: offline
 extractive and LLM), important data (:mod:`.important`), the stored state
-(:mod:`.state`), one cycle without storage (:mod:`.fold`), seed 004's size
-limits (:mod:`.answers`) and seed 002's agent state (:mod:`.agentstate`).
+(:mod:`.state`), one cycle without storage (:mod:`.fold`), the size
+limits (:mod:`.answers`) and the agent state (:mod:`.agentstate`).
 """
 
 from engram.compaction.answers import answer_view, compress_summary

@@ -1,10 +1,10 @@
-"""Seed 002's agent state: facts, tasks, tool stats, token usage, environment, preferences.
+"""The agent state: facts, tasks, tool stats, token usage, environment, preferences.
 
 Pure values and functions: every update returns a new :class:`AgentState`;
 the engine stores ``state.to_dict()`` as the session's ``"agent_state"``
 document (compare-and-set, like the compaction state).
 
-Compaction rules (seed 002), applied by :func:`compact_agent_state`:
+Compaction rules, applied by :func:`compact_agent_state`:
 
 * facts are de-duplicated. The seed sorts and removes duplicates; Engram
   keeps the *first* occurrence in insertion order instead (compared case- and
@@ -87,7 +87,7 @@ class AgentState:
     preferences: JSON = field(default_factory=dict)
 
     def to_dict(self) -> JSON:
-        """JSON-ready form (seed 002's field names)."""
+        """JSON-ready form (the jsondir document's field names)."""
         return {
             "facts": list(self.facts),
             "active_tasks": [task.to_dict() for task in self.active_tasks],
@@ -226,7 +226,7 @@ def prune_tasks(
 
 
 def compact_agent_state(state: AgentState, *, now: int) -> tuple[AgentState, bool]:
-    """Seed 002's rules: de-duplicate facts, prune old finished tasks.
+    """The rules: de-duplicate facts, prune old finished tasks.
 
     Returns the new state and whether anything changed.
     """

@@ -8,7 +8,7 @@
 * A summary over ``SUMMARY_MAX_BYTES`` (4 KB) is compressed to at most
   ``SUMMARY_TARGET_BYTES`` (3 KB) by the model; when the model fails, or
   answers too long, by truncation that keeps whole sentences. Truncation keeps
-  the *newest* sentences: seed 004's summary grows by appending the oldest
+  the *newest* sentences: the summary grows by appending the oldest
   exchange at the end, so the end holds the most recent context.
 """
 
@@ -23,13 +23,13 @@ from engram.llm.client import LLMClient, LLMResult
 
 log = logging.getLogger(__name__)
 
-#: Answers longer than this many UTF-8 bytes are shown as views (seed 004).
+#: Answers longer than this many UTF-8 bytes are shown as views.
 ANSWER_OVER_BYTES = 750
 #: Largest size of such a view, marker included.
 ANSWER_VIEW_BYTES = 500
-#: Summaries longer than this are compressed (seed 004: "> 4KB").
+#: Summaries longer than this are compressed.
 SUMMARY_MAX_BYTES = 4096
-#: ... to at most this (seed 004: "3KB").
+#: ... to at most this.
 SUMMARY_TARGET_BYTES = 3072
 #: Cutting at a space is preferred when it loses at most this share of the view.
 _WORD_CUT_SLACK = 0.2

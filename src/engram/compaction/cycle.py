@@ -172,7 +172,7 @@ def compact_session(
         summarizer: Offline, or LLM with the offline fallback (never raises for
             a model failure).
         extra_tokens: Tokens of the prompt's other fixed parts (system prompt,
-            long-term memories), counted by the ``tokens`` trigger (seed 001).
+            long-term memories), counted by the ``tokens`` trigger.
         now: Commit time (UTC); defaults to the current time.
         loaded: The state and rows the caller already read (saves a read;
             the compare-and-set still guards against anything newer).

@@ -59,7 +59,7 @@ def fold(
         messages: The messages to fold, oldest first.
         summarizer: Offline or LLM summarizer.
         now: Commit time (UTC).
-        summary_max_bytes: Compress the summary when over this (seed 004).
+        summary_max_bytes: Compress the summary when over this.
         summary_target_bytes: ... down to this.
 
     Raises:

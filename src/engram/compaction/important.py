@@ -1,7 +1,7 @@
-"""Important data: the structured facts that must survive summarization (seed 001).
+"""Important data: the structured facts that must survive summarization.
 
-The structure is seed 001's (:data:`IMPORTANT_KEYS`), extracted either by the
-model with seed 001's prompt (:data:`EXTRACTION_PROMPT`) or offline by rules
+The structure is :data:`IMPORTANT_KEYS`, extracted either by the
+model with the prompt (:data:`EXTRACTION_PROMPT`) or offline by rules
 (:func:`extract_offline`): URLs, stated preferences, decisions, key facts,
 named entities and document sections.
 
@@ -26,7 +26,7 @@ from engram.models import JSON
 
 log = logging.getLogger(__name__)
 
-#: Seed 001's important-data extraction prompt, verbatim.
+#: The important-data extraction prompt, verbatim.
 EXTRACTION_PROMPT = """\
 You are extracting important structured data from a conversation that will be summarized.
 Extract ONLY critical facts, preferences, decisions, and information that must be preserved.
@@ -47,7 +47,7 @@ Only include fields that have data. Be concise but comprehensive."""
 DICT_KEYS = ("user_preferences", "document_structure", "custom_fields")
 #: Keys whose value is a list.
 LIST_KEYS = ("key_decisions", "important_facts", "source_urls", "entities")
-#: Seed 001's structure, in its order.
+#: The structure, in its order.
 IMPORTANT_KEYS = (
     "user_preferences",
     "key_decisions",
@@ -66,7 +66,7 @@ MAX_LIST_ITEMS = 200
 
 
 def empty_important_data() -> JSON:
-    """Seed 001's structure with every field empty."""
+    """The structure with every field empty."""
     return {key: ({} if key in DICT_KEYS else []) for key in IMPORTANT_KEYS}
 
 
@@ -79,7 +79,7 @@ def is_empty(data: Mapping[str, Any]) -> bool:
 
 
 def validate_important_data(obj: Any) -> JSON:
-    """Coerce ``obj`` to seed 001's structure, dropping what cannot be used.
+    """Coerce ``obj`` to the structure, dropping what cannot be used.
 
     * a missing or null field becomes empty; a list field given as a string
       becomes a one-item list; list items that are numbers become strings;
@@ -460,7 +460,7 @@ def _keep_longest(names: list[str]) -> list[str]:
 
 
 #: Newest items of each list, and newest keys of each object, the prompt shows.
-#: The state keeps everything; this keeps the section near seed 001's 200-500 tokens.
+#: The state keeps everything; this keeps the section near the 200-500 tokens.
 PROMPT_LIST_ITEMS = 12
 PROMPT_DICT_KEYS = 20
 

@@ -6,12 +6,12 @@ planner answers with a :class:`CompactionPlan` or None.
 
 Triggers (any of them, whichever the policy sets):
 
-* ``summarize_over_tokens`` (seed 001): system prompt + fixed sections +
+* ``summarize_over_tokens``: system prompt + fixed sections +
   summary + unfolded messages exceed it; keep the newest ``keep_tokens``.
-* ``max_history_messages`` (seed 002): more unfolded messages than that;
+* ``max_history_messages``: more unfolded messages than that;
   keep the newest ``keep_messages`` ("take the oldest len - 30 entries").
-* ``max_exchanges`` (seed 004): more exchanges than that; keep that many.
-* ``fold_over_tokens`` (seed 002): unfolded messages exceed it; fold the
+* ``max_exchanges``: more exchanges than that; keep that many.
+* ``fold_over_tokens``: unfolded messages exceed it; fold the
   oldest half. Checked after the rules above, as the seed's flowchart does.
 
 The keep window is the newest suffix that satisfies every keep limit the

@@ -45,15 +45,15 @@ class CompactionState:
 
     Attributes:
         summary: The running narrative summary ("" before the first cycle).
-        summary_version: 0 before the first cycle, then 1, 2, ... (seed 001).
-        important_data: Seed 001's structure (always all seven keys).
+        summary_version: 0 before the first cycle, then 1, 2, ...
+        important_data: The structure (always all seven keys).
         watermark: Id of the last message folded into the summary (0: none).
         messages_summarized_count: Messages folded so far, over all cycles.
         summarizer: Who wrote the summary: "offline" or "llm:<model>".
         last_summarized_at: When the last cycle committed (UTC).
         compactions: Committed cycles.
         llm_failures: Cycles where the model failed and the offline fallback wrote.
-        compressions: Times the summary was compressed (seed 004's counter).
+        compressions: Times the summary was compressed.
         last_error: The last fallback reason, for the dashboard and logs.
         reset_reason: Set (and never saved) when a corrupted document was replaced.
 

@@ -2,9 +2,9 @@
 
 Two implementations of one :class:`Summarizer` protocol:
 
-* :class:`LLMSummarizer` asks the model with seed 001's prompt
+* :class:`LLMSummarizer` asks the model with the prompt
   (:data:`SUMMARY_PROMPT`) and the progressive word target; it extracts
-  important data with seed 001's JSON prompt. When the model fails (after the
+  important data with the JSON prompt. When the model fails (after the
   client's single retry) it falls back to the offline summarizer and says so
   in ``fallback_reason`` (DESIGN invariant 6).
 * :class:`OfflineSummarizer` needs no model: a deterministic extractive
@@ -49,7 +49,7 @@ from engram.models import JSON
 
 log = logging.getLogger(__name__)
 
-#: Seed 001's summary prompt, verbatim; filled with :meth:`str.format`.
+#: The summary prompt, verbatim; filled with :meth:`str.format`.
 SUMMARY_PROMPT = """\
 Summarize this conversation history into a coherent narrative summary.
 Focus on:
@@ -87,7 +87,7 @@ class SummaryOutput:
 
 @dataclass(frozen=True, slots=True)
 class ImportantOutput:
-    """Important data extracted from folded messages (seed 001's structure, validated)."""
+    """Important data extracted from folded messages (validated)."""
 
     data: JSON
     summarizer: str
@@ -318,7 +318,7 @@ class LLMSummarizer:
     def summarize(
         self, messages: Sequence[MessageLike], *, previous_summary: str | None, version: int
     ) -> SummaryOutput:
-        """Seed 001's prompt with the version's word target; long folds go in chunks."""
+        """The prompt with the version's word target; long folds go in chunks."""
         low, high = target_words(version)
         usage: list[LLMResult] = []
         summary = previous_summary or None
@@ -344,7 +344,7 @@ class LLMSummarizer:
         return SummaryOutput(text=summary or "", summarizer=self.name, usage=tuple(usage))
 
     def extract_important(self, messages: Sequence[MessageLike]) -> ImportantOutput:
-        """Seed 001's extraction prompt, JSON mode, validated; offline rules on failure."""
+        """The extraction prompt, JSON mode, validated; offline rules on failure."""
         if not messages:
             return ImportantOutput(data=validate_important_data({}), summarizer=self.name)
         transcript = format_transcript(messages)[:MAX_TRANSCRIPT_CHARS]

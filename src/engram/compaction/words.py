@@ -1,4 +1,4 @@
-"""Progressive summary length (seed 001).
+"""Progressive summary length.
 
 The summary grows with each compaction cycle: ``100 + (version - 1) * 100``
 words, as a range 50 words wide, until version 5, where it settles at a cap of

@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 DEFAULT_TIMEOUT = 30.0
 #: Seconds to wait before the single retry.
 DEFAULT_BACKOFF = 0.5
-#: Model used when only a base URL or key is configured (seed 001's model).
+#: Model used when only a base URL or key is configured.
 DEFAULT_MODEL = "gpt-4o-mini"
 #: Attempts per call: the first one and exactly one retry.
 MAX_ATTEMPTS = 2

@@ -1,4 +1,4 @@
-"""Long-term memories per scope (seed 003): created when conversations end, capped, injected.
+"""Long-term memories per scope: created when conversations end, capped, injected.
 
 ::
 
@@ -8,7 +8,7 @@
     memories = Memories(store, "phoenix", llm=client, cap=10)
     memories.create("User prefers meetings after 2pm on weekdays.")
     end_session(memories, "chat-42", "user closed", worker=worker)   # off the caller's path
-    print(memories.context_text())                                  # seed 003's prompt block
+    print(memories.context_text())                                  # the prompt block
 
 The ``search_memories`` tool that reads them is in :mod:`engram.tools.memories`.
 """

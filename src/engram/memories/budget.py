@@ -1,4 +1,4 @@
-"""Seed 003's "energy": what memory work costs, and a budget that defers it.
+"""The "energy": what memory work costs, and a budget that defers it.
 
 Every LLM call of memory work is recorded with ``Store.record_usage`` under
 the purposes :data:`PURPOSE_CREATE` and :data:`PURPOSE_COMPACT`, on the scope

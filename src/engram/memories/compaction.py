@@ -1,6 +1,6 @@
-"""Deciding which memory goes when a scope has more than its cap (seed 003). Pure code.
+"""Deciding which memory goes when a scope has more than its cap. Pure code.
 
-The model gets seed 003's decision prompt (:data:`DECISION_PROMPT`, verbatim,
+The model gets the decision prompt (:data:`DECISION_PROMPT`, verbatim,
 with the real counts) and answers ``{"action": "delete" | "edit",
 "targetMemoryId": <id>, "newContent": "...", "reason": "..."}``.
 :func:`validate_decision` accepts it only when:
@@ -48,7 +48,7 @@ Decision format:
   "targetMemoryId": <id>,
   "newContent": "<merged content if editing>",
   "reason": "<explanation>"
-}}"""  # noqa: E501 (seed 003's prompt, verbatim)
+}}"""  # noqa: E501 (the prompt, verbatim)
 
 #: Answer cap of the decision call, in tokens (a merged memory and a reason).
 MAX_DECISION_TOKENS = 400
@@ -78,7 +78,7 @@ class Decision:
 def decision_messages(
     memories: Sequence[MemoryRecord], new_memory: MemoryRecord | None, cap: int
 ) -> list[dict[str, str]]:
-    """The chat request of a decision: seed 003's prompt with every memory and its id."""
+    """The chat request of a decision: the prompt with every memory and its id."""
     existing = [m for m in memories if new_memory is None or m.id != new_memory.id]
     prompt = DECISION_PROMPT.format(
         count=len(memories),

@@ -1,4 +1,4 @@
-"""Memories as prompt text, in seed 003's format. Pure code.
+"""Memories as prompt text, in the format. Pure code.
 
 ::
 
@@ -24,7 +24,7 @@ from datetime import tzinfo
 
 from engram.models import MemoryRecord
 
-HEADER = "(memories for app: {label})\nThe following are memories from previous conversations with this app:"  # noqa: E501 (seed 003's text, verbatim)
+HEADER = "(memories for app: {label})\nThe following are memories from previous conversations with this app:"  # noqa: E501 (the text, verbatim)
 FOOTER = "Use these memories to provide context-aware responses."
 #: Title of the context-builder section that carries the memories.
 SECTION_TITLE = "LONG-TERM MEMORIES"
@@ -38,7 +38,7 @@ def ordered(memories: Sequence[MemoryRecord]) -> list[MemoryRecord]:
 def format_memories(
     scope_label: str, memories: Sequence[MemoryRecord], *, tz: tzinfo | None = None
 ) -> str:
-    """Seed 003's memory context block for one scope, or "" when there is none.
+    """The memory context block for one scope, or "" when there is none.
 
     Args:
         scope_label: The scope's name as the model should read it.

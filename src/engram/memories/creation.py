@@ -1,6 +1,6 @@
 """Writing one memory from an ended conversation (seed 003 "Memory Creation Process").
 
-With a model, seed 003's creation prompt (:data:`CREATION_PROMPT`, verbatim)
+With a model, the creation prompt (:data:`CREATION_PROMPT`, verbatim)
 is sent with the conversation's transcript: the newest messages of the
 session up to :data:`MAX_TRANSCRIPT_TOKENS` (stored exact counts), so a long
 conversation cannot overflow the model. Without a model,
@@ -36,7 +36,7 @@ Format: Single paragraph, 2-4 sentences, factual and concise.
 Conversation:
 {conversation}
 
-Create memory:"""  # noqa: E501 (seed 003's prompt, verbatim)
+Create memory:"""  # noqa: E501 (the prompt, verbatim)
 
 #: Newest tokens of the conversation (stored counts) shown to the model.
 MAX_TRANSCRIPT_TOKENS = 6000
@@ -44,7 +44,7 @@ MAX_TRANSCRIPT_TOKENS = 6000
 MAX_TRANSCRIPT_MESSAGES = 400
 #: Answer cap of the creation call, in tokens (2-4 sentences fit easily).
 MAX_ANSWER_TOKENS = 300
-#: Sentences the extractive memory keeps at most (seed 003: 2-4 sentences).
+#: Sentences the extractive memory keeps at most (2-4 sentences).
 MAX_SENTENCES = 4
 #: Characters one extracted sentence may have; longer ones are left out whole
 #: rather than cut (a decision cut in half says the wrong thing).
@@ -141,7 +141,7 @@ def read_transcript(
 
 
 def creation_messages(transcript: Sequence[Message]) -> list[dict[str, str]]:
-    """The chat request of the creation call: seed 003's prompt with the conversation."""
+    """The chat request of the creation call: the prompt with the conversation."""
     return [
         {
             "role": "user",

@@ -92,7 +92,7 @@ def remember(memories: Memories, session: str, reason: str) -> Outcome:
     try:
         return memories.create_from_session(session, reason=reason)
     except Exception as exc:
-        # A memory is a quality-of-life feature (seed 003): never crash the caller.
+        # A memory is a quality-of-life feature: never crash the caller.
         logger.exception("memory creation failed for session %s of %s", session, memories.scope)
         memories.metrics.incr("memory_creation_failures")
         try:

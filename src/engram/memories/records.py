@@ -1,7 +1,7 @@
-"""Limits, metadata and text comparison of long-term memories (seed 003). Pure code.
+"""Limits, metadata and text comparison of long-term memories. Pure code.
 
 A memory is a :class:`~engram.models.MemoryRecord`: id, scope, content,
-created and updated times, source session and metadata. Seed 003's metadata
+created and updated times, source session and metadata. The metadata
 is ``{importance: 0-10, tags: [str], relatedConversations: [str]}``; Engram
 spells the keys ``importance``, ``tags`` and ``related_sessions`` and keeps any
 other JSON key the caller adds.
@@ -24,18 +24,18 @@ from typing import Any
 from engram.errors import ConfigError, InvalidQuery
 from engram.models import JSON, MemoryRecord
 
-#: Memories a scope keeps by default (seed 003: "10 records per app limit").
+#: Memories a scope keeps by default.
 DEFAULT_CAP = 10
 #: Largest cap accepted: memories are injected into every prompt of the scope.
 MAX_CAP = 100
-#: Length a memory aims at, in characters (seed 003: "about 200 characters").
+#: Length a memory aims at, in characters.
 TARGET_CHARS = 200
 #: Longest memory content accepted (created, edited or merged), in characters.
 #: A merge of two ~200-character memories fits; anything longer is refused.
 MAX_CONTENT_CHARS = 600
 #: Word-set overlap at or above which a new memory repeats an existing one.
 DUPLICATE_JACCARD = 0.8
-#: Importance scale (seed 003: "0-10 scale").
+#: Importance scale.
 IMPORTANCE_RANGE = (0, 10)
 #: Largest metadata document accepted, as JSON text.
 MAX_METADATA_CHARS = 4000

@@ -1,11 +1,11 @@
-"""``Memories``: the long-term memories of one scope (seed 003), over any ``Store``.
+"""``Memories``: the long-term memories of one scope, over any ``Store``.
 
 ::
 
     memories = Memories(store, "phoenix", llm=client)       # or Engram.memories("phoenix")
     memories.create("User prefers meetings after 2pm on weekdays.")
     memories.list()                                          # oldest first, at most ``cap``
-    memories.context_text()                                  # seed 003's prompt block
+    memories.context_text()                                  # the prompt block
 
 A scope keeps at most ``cap`` memories. :meth:`Memories.create` past the cap
 compacts before it returns: the model decides (see :mod:`.compaction`),
@@ -63,7 +63,7 @@ from engram.store.base import MAX_PAGE
 
 logger = logging.getLogger("engram.memories")
 
-#: Seconds memory work of one conversation may take (seed 003: 30-second timeout).
+#: Seconds memory work of one conversation may take (30-second timeout).
 DEFAULT_TIMEOUT = 30.0
 #: Most compaction steps that ask the model in one call; further steps use FIFO.
 MAX_LLM_STEPS = 3
@@ -130,7 +130,7 @@ class Memories:
                 extractive memory and FIFO.
             cap: Memories kept at most (1-100; seed 003: 10).
             timeout: Seconds one memory operation may spend on the model,
-                retry included (seed 003: 30).
+                retry included (30).
             budget: Energy budget shared by the engine (default: unlimited).
             metrics: Counters shared by the engine (default: private ones).
             label: Scope name shown in the prompt (default: the scope id).
@@ -189,7 +189,7 @@ class Memories:
         return rank(query, self.list(), limit=limit)
 
     def context_text(self, *, tz: Any = None) -> str:
-        """Seed 003's memory block for this scope's prompts ("" when there are none).
+        """The memory block for this scope's prompts ("" when there are none).
 
         Counts one injection when there is something to inject.
         """
@@ -267,7 +267,7 @@ class Memories:
             self.metrics.scope_size(self.scope, self.count())
 
     def purge(self) -> int:
-        """Delete every memory of the scope (seed 003's purge); the audit trail stays."""
+        """Delete every memory of the scope (the purge); the audit trail stays."""
         with self._lock:
             removed = self.store.purge_memories(self.scope)
             self.store.add_audit(self.scope, {"event": "purge", "deleted": removed})
@@ -283,7 +283,7 @@ class Memories:
     # -- from conversations -----------------------------------------------------------
 
     def create_from_session(self, session: str, *, reason: str | None = None) -> Outcome:
-        """Write the memory of one conversation (seed 003's creation), deduplicated.
+        """Write the memory of one conversation, deduplicated.
 
         Over the energy budget the work is deferred (see :mod:`.budget`).
         A model failure or timeout is logged, audited and skipped; it never raises
@@ -531,7 +531,7 @@ class Memories:
 
 
 def _retry_once(action: Callable[[], _T], what: str) -> _T:
-    """Run a store write; on a StoreError log it and try once more (seed 003)."""
+    """Run a store write; on a StoreError log it and try once more."""
     try:
         return action()
     except StoreError as exc:

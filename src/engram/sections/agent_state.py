@@ -8,7 +8,7 @@ is a compare-and-set loop (load, apply the caller's function, save with the
 version read; on a lost race start again), so concurrent updates from
 threads or processes never overwrite each other.
 
-Seed 002's compaction rules (de-duplicate facts, prune finished tasks older
+The compaction rules (de-duplicate facts, prune finished tasks older
 than 24 h) run whenever the session compacts.
 """
 
@@ -95,7 +95,7 @@ def update_agent_state(
 def compact_stored_agent_state(
     store: Store, scope: str, session: str, *, now: datetime | None = None
 ) -> bool:
-    """Apply seed 002's rules to the stored state, if there is one. True if it changed."""
+    """Apply the rules to the stored state, if there is one. True if it changed."""
     try:
         record = store.load_state(scope, session, AGENT_STATE_KIND)
     except CorruptedData:

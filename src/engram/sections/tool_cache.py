@@ -31,14 +31,14 @@ CACHE_TITLE = "CACHED TOOL RESULTS"
 
 
 def cache_key(tool_name: str, parameters: Mapping[str, Any]) -> str:
-    """Seed 004's key: MD5 of ``tool_name:`` and the parameters as sorted JSON."""
+    """The key: MD5 of ``tool_name:`` and the parameters as sorted JSON."""
     params_json = json.dumps(parameters, sort_keys=True)
     return hashlib.md5(f"{tool_name}:{params_json}".encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
 class CacheEntry:
-    """One cached tool result (seed 004's cache entry)."""
+    """One cached tool result."""
 
     key: str
     tool_name: str

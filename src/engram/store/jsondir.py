@@ -1,4 +1,4 @@
-"""jsondir backend: one human-readable JSON document per session (seed 002).
+"""jsondir backend: one human-readable JSON document per session.
 
 Layout under the root directory (every scope and session id goes through
 :mod:`engram.store.filenames`, so no id can name a path outside its folder)::
@@ -130,7 +130,7 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
         )
 
     def load_document(self, scope: str, session: str) -> JSON:
-        """Seed 002's ``load``: the session's document, creating the session when absent."""
+        """The ``load``: the session's document, creating the session when absent."""
         self.ensure_session(scope, session)
         doc = self._load_doc(scope, session)
         assert doc is not None

@@ -1,6 +1,6 @@
-"""The human-readable session document (seed 002's context file, extended).
+"""The human-readable session document (the context file, extended).
 
-One JSON document per session. Seed 002's fields are all there, so a person
+One JSON document per session. The fields are all there, so a person
 (or the original Rust runtime) can read it::
 
     {
@@ -158,7 +158,7 @@ def entry_state(kind: str, entry: Mapping[str, Any], *, where: str) -> StateReco
 
 
 def _system_state(agent: Mapping[str, Any]) -> JSON:
-    """Seed 002's ``system_state`` from the agent state (workspace and preferences)."""
+    """The ``system_state`` from the agent state (workspace and preferences)."""
     stored = agent.get("system_state")
     stored = stored if isinstance(stored, Mapping) else {}
     environment = agent.get("last_known_environment")

@@ -1,4 +1,4 @@
-"""The retrieval tools the model calls to recall what it no longer sees (seed 000).
+"""The retrieval tools the model calls to recall what it no longer sees.
 
 Each tool is a typed function: the first parameter is the bound session
 (hidden from the model, so a model can never name another conversation or

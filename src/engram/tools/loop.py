@@ -1,6 +1,6 @@
-"""The chat loop: one user turn, with as many tool rounds as the model needs (seed 000).
+"""The chat loop: one user turn, with as many tool rounds as the model needs.
 
-Seed 000's flow, for any OpenAI-compatible model::
+The flow, for any OpenAI-compatible model::
 
     user: "What did we decide about pricing last week?"
       -> store the message, build the lean prompt, call the model with the tools
