@@ -14,8 +14,8 @@ range ``[start, end)`` of timezone-aware UTC datetimes.
 * A month and day without a year is the most recent such date that is not in
   the future.
 * Anything unreadable raises :class:`~engram.errors.DateParseError` naming the
-  input and listing the accepted forms. Nothing ever falls back to "today":
-  seed 000 did, and answered questions about the wrong day.
+  input and listing the accepted forms. Nothing ever falls back to "today": that
+  answers questions about the wrong day.
 
 ``dateutil`` reads ISO timestamps and month-name dates, but it silently fills
 missing parts from a default date, so every result is checked: a phrase must

@@ -15,8 +15,8 @@ its final answer::
 
 Every message is stored (searchable, never lost). In the prompt, the steps
 of *finished* exchanges are left out: the model sees the question/answer
-pairs, the cached tool results and the current cycle in full, as seed 004's
-memory manager prepares it. With the ``exchanges`` policy the session keeps
+pairs, the cached tool results and the current cycle in full, as a support
+agent's memory manager prepares it. With the ``exchanges`` policy the session keeps
 10 exchanges in the prompt, older ones fold into the summary (compressed
 past 4 KB), and long answers are shown as 500-byte views.
 

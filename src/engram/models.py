@@ -18,7 +18,7 @@ JSON = dict[str, Any]
 
 #: ``kind`` of the session state document holding the agent state (tasks, facts, tools).
 AGENT_STATE_KIND = "agent_state"
-#: ``origin`` of a compaction state imported from a seed 002 document (watermark 0).
+#: ``origin`` of a compaction state imported from an agent-runtime document (watermark 0).
 IMPORTED_ORIGIN = "imported"
 
 

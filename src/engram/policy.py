@@ -6,15 +6,15 @@ defaults for budget and reserve; the compaction planner reads the trigger
 and summary fields. Every field is optional (``None`` = no limit) except the
 name, so a policy says only what it means.
 
-Presets reproduce the seeds:
+Presets:
 
 =================  ========  ==================================================
 ``default``        -         no window limit: the newest messages that fit
-``lean``           seed 000  last 12 messages, at most 20K tokens of them
-``full_recall``    seed 000  everything up to 55K tokens; summarize past 55K
-``summary_buffer`` seed 001  summarize over 3,000 tokens, keep the newest 2,500
-``agent_state``    seed 002  over 50 entries keep 30; over 100K tokens fold half
-``exchanges``      seed 004  10 exchanges; answers > 750 B shown as 500 B views;
+``lean``           chat bot  last 12 messages, at most 20K tokens of them
+``full_recall``    chat bot  everything up to 55K tokens; summarize past 55K
+``summary_buffer`` writing  summarize over 3,000 tokens, keep the newest 2,500
+``agent_state``    agent     over 50 entries keep 30; over 100K tokens fold half
+``exchanges``      support   10 exchanges; answers > 750 B shown as 500 B views;
                              summary > 4 KB compressed to 3 KB
 =================  ========  ==================================================
 
@@ -194,9 +194,9 @@ PRESETS: dict[str, Policy] = {
     policy.name: policy
     for policy in (
         Policy(name="default"),
-        # Seed 000: "last 12 messages (~20K tokens)"; system 2K + task 2K + 20K ~ 25K total.
+        # Chat bot: "last 12 messages (~20K tokens)"; system 2K + task 2K + 20K ~ 25K total.
         Policy(name="lean", max_messages=12, max_window_tokens=20_000, default_budget=25_000),
-        # Seed 000 variant: all messages up to 55K; past it the oldest are summarized.
+        # Chat bot, full recall: all messages up to 55K; past it the oldest are summarized.
         # keep_tokens leaves headroom so compaction does not run again on the next turn.
         Policy(
             name="full_recall",
@@ -205,7 +205,7 @@ PRESETS: dict[str, Policy] = {
             keep_tokens=40_000,
             default_budget=60_000,
         ),
-        # Seed 001: summarize over 3,000 tokens, keep the newest ~2,500, synchronously.
+        # Writing assistant: summarize over 3,000 tokens, keep the newest ~2,500, synchronously.
         # The window cap equals the trigger, so a pending compaction never overflows it.
         Policy(
             name="summary_buffer",
@@ -214,7 +214,7 @@ PRESETS: dict[str, Policy] = {
             keep_tokens=2_500,
             sync_compaction=True,
         ),
-        # Seed 002: > 50 entries keep 30; > 100K tokens fold the oldest half.
+        # Agent runtime: > 50 entries keep 30; > 100K tokens fold the oldest half.
         Policy(
             name="agent_state",
             max_messages=50,
@@ -224,7 +224,7 @@ PRESETS: dict[str, Policy] = {
             fold_over_tokens=100_000,
             default_budget=110_000,
         ),
-        # Seed 004: 10 exchanges; answers > 750 B as 500 B views; summary > 4 KB -> 3 KB.
+        # Support agent: 10 exchanges; answers > 750 B as 500 B views; summary > 4 KB -> 3 KB.
         Policy(
             name="exchanges",
             max_exchanges=10,

@@ -140,10 +140,10 @@ class PreparedDocument:
 
 
 def prepare_document(doc: Mapping[str, Any], *, scope: str | None = None) -> PreparedDocument:
-    """Parse and check one session document (from :func:`export_session`, jsondir or seed 002).
+    """Parse and check one session document (export_session, jsondir, agent runtime).
 
     A missing ``token_count`` is counted exactly. ``scope`` overrides the
-    document's scope (seed 002 files have none: they go to ``"default"``).
+    document's scope (agent-runtime files have none: they go to ``"default"``).
 
     Raises:
         ImportFormatError: the document is malformed.

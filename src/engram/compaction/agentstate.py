@@ -77,7 +77,7 @@ class TokenUsage:
 
 @dataclass(frozen=True, slots=True)
 class AgentState:
-    """Everything seed 002 keeps about an agent session besides its history."""
+    """Everything kept about an agent session besides its history."""
 
     facts: tuple[str, ...] = ()
     active_tasks: tuple[Task, ...] = ()

@@ -1,4 +1,4 @@
-"""Size limits of seed 004: long answers shown as short views, long summaries compressed.
+"""Size limits of the exchanges preset: long answers shown as views, long summaries compressed.
 
 * An answer over ``ANSWER_OVER_BYTES`` (750) UTF-8 bytes is shown in the
   prompt as a view of at most ``ANSWER_VIEW_BYTES`` (500) bytes: its start, cut

@@ -199,7 +199,7 @@ def plan_compaction(
     if policy.fold_over_tokens is not None:
         kept = rows[start:]
         if sum(row.tokens for row in kept) > policy.fold_over_tokens:
-            # Seed 002: "take the oldest 50% of entries".
+            # The agent runtime: "take the oldest 50% of entries".
             start = _snap(start + len(kept) // 2, starts)
             if "fold_half" not in reasons:
                 reasons.append("fold_half")

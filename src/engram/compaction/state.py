@@ -7,7 +7,7 @@ makes two concurrent compactions commit at most one new state per watermark.
 A document that cannot be read (not an object, wrong types, impossible
 values) is never trusted: :func:`parse_state` logs a warning and returns a
 fresh state with ``reset_reason`` set, so the next compaction rebuilds the
-summary from the stored messages (they are never lost; seed 001 phase 8).
+summary from the stored messages (they are never lost).
 
 A document marked :data:`STALE_KEY` (written when a message the summary
 covered was deleted or edited, see :mod:`engram.edits`) is read the same way:
@@ -101,7 +101,7 @@ def fresh_state() -> CompactionState:
     return CompactionState()
 
 
-#: ``origin`` of a state imported from a seed 002 document (its summary has watermark 0).
+#: ``origin`` of a state imported from an agent-runtime document (its summary has watermark 0).
 IMPORTED = IMPORTED_ORIGIN
 
 
@@ -140,7 +140,7 @@ def _parse(data: Any) -> CompactionState:
     if version == 0 and (summary or watermark):
         raise _Corrupt("summary or watermark present with summary_version 0")
     # A summary with watermark 0 covers history older than anything stored here:
-    # only legal for an imported seed 002 ``long_term_summary``.
+    # only legal for an imported agent-runtime ``long_term_summary``.
     if version > 0 and watermark == 0 and data.get("origin") != IMPORTED:
         raise _Corrupt(f"summary_version {version} with no watermark")
     try:

@@ -42,7 +42,7 @@ def target_words(version: int) -> tuple[int, int]:
 
 
 def count_words(text: str) -> int:
-    """Words as seed 001 counts them: ``len(text.split())``."""
+    """Words as the progressive targets count them: ``len(text.split())``."""
     return len(text.split())
 
 

@@ -8,7 +8,7 @@ Three formats are understood:
   are skipped; other keys (``id``, ``scope``, ``tokens`` from Engram's own
   exports) are ignored. A line without a session goes to the default session.
 * **document**: Engram's own session documents (``engram export --format
-  json``, a jsondir file, or a seed 002 context file), read by
+  json``, a jsondir file, or an agent-runtime context file), read by
   :mod:`engram.transfer`.
 * **chatgpt**: the ``conversations.json`` file of a ChatGPT data export: a list
   of conversations whose ``mapping`` is a tree of nodes. Only the main branch is

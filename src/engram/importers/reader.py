@@ -58,7 +58,7 @@ def read_import(
 def read_documents(path: str | Path) -> list[JSON] | None:
     """Engram session documents in a file (``engram export --format json``), or None.
 
-    A file holding one object with ``recent_history`` (a seed 002 / jsondir
+    A file holding one object with ``recent_history`` (an agent-runtime / jsondir
     document) or a list of them is a document file; anything else is not.
     """
     path = Path(path)

@@ -10,7 +10,7 @@
 
     Use these memories to provide context-aware responses.
 
-Newest first (seed 003 retrieves ``ORDER BY updated_at DESC``; Engram orders
+Newest first (not ``ORDER BY updated_at DESC``: Engram orders
 by creation, newest first, ties by id, so an edit does not reshuffle the list
 and the text stays byte-stable for prompt caches). Dates are the UTC creation
 day unless a time zone is given. No memories give an empty string, so the

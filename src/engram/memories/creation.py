@@ -1,4 +1,4 @@
-"""Writing one memory from an ended conversation (seed 003 "Memory Creation Process").
+"""Writing one memory from an ended conversation.
 
 With a model, the creation prompt (:data:`CREATION_PROMPT`, verbatim)
 is sent with the conversation's transcript: the newest messages of the

@@ -1,4 +1,4 @@
-"""Counters of memory work (seed 003 "Monitoring"), ready for a Prometheus endpoint.
+"""Counters of memory work, ready for a Prometheus endpoint.
 
 One :class:`MemoryMetrics` belongs to one :class:`~engram.Engram`; every
 :class:`~engram.memories.Memories` it hands out shares it. Counters only grow

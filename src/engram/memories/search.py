@@ -1,4 +1,4 @@
-"""Ranked term match over a scope's memories (seed 003 phase 2 "Memory Search"). Pure code.
+"""Ranked term match over a scope's memories. Pure code.
 
 A scope holds at most a few dozen short memories, so a scan beats an index.
 The score of a memory is the share of the query's words it contains (words

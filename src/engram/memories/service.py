@@ -128,7 +128,7 @@ class Memories:
             scope: The scope (project, app, user) these memories belong to.
             llm: Model for creation and compaction decisions; None uses the
                 extractive memory and FIFO.
-            cap: Memories kept at most (1-100; seed 003: 10).
+            cap: Memories kept at most (1-100; default 10).
             timeout: Seconds one memory operation may spend on the model,
                 retry included (30).
             budget: Energy budget shared by the engine (default: unlimited).

@@ -1,6 +1,6 @@
 """Safe, reversible file names for arbitrary scope and session ids.
 
-Seed 002 stored ``./data/context/<session_id>.json`` with the raw id, so an id
+The agent runtime stored ``./data/context/<session_id>.json`` with the raw id, so an id
 such as ``../x`` or ``a/b`` escaped the directory. Here every id maps to a name
 made only of ``a-z 0-9 - _ .`` and ``%XX`` escapes (upper-case hex):
 

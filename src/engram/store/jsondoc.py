@@ -21,12 +21,12 @@ One JSON document per session. The fields are all there, so a person
     }
 
 Engram keeps every message, so ``recent_history`` holds the whole history
-(seed 002 trimmed it after compaction; here the summary lives in the
+(the agent runtime trimmed it after compaction; here the summary lives in the
 ``compaction`` state and nothing is dropped). ``states`` is authoritative; the
 seed's top-level agent fields (``facts``, ``active_tasks``...) and
 ``long_term_summary`` are copies of the ``agent_state`` and ``compaction`` states,
 written for people and for seed-002 readers, and only read back when a
-document has no ``states`` at all (a file written by seed 002 itself).
+document has no ``states`` at all (a file written by the agent runtime itself).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from engram.models import AGENT_STATE_KIND, IMPORTED_ORIGIN, JSON, Message, Sess
 FORMAT = "engram.session"
 FORMAT_VERSION = 1
 
-#: Seed 002 agent fields mirrored from the ``agent_state`` state, with their empty values.
+#: Agent-runtime fields mirrored from the ``agent_state`` state, with their empty values.
 AGENT_FIELDS: dict[str, Any] = {
     "system_state": {"last_workspace": None, "preferences": {}},
     "facts": [],
@@ -63,7 +63,7 @@ def iso(value: datetime | None) -> str | None:
 
 
 def parse_time(value: object, what: str) -> datetime:
-    """An ISO-8601 string (or unix seconds, as seed 002 wrote) as an aware UTC datetime."""
+    """An ISO-8601 string (or unix seconds, as the agent runtime wrote) as an aware UTC datetime."""
     try:
         if isinstance(value, bool):
             raise TypeError
@@ -83,7 +83,7 @@ def parse_time_or_none(value: object, what: str) -> datetime | None:
 
 
 def message_entry(message: Message) -> JSON:
-    """One ``recent_history`` entry (seed 002 fields first, then Engram's)."""
+    """One ``recent_history`` entry (agent-runtime fields first, then Engram's)."""
     entry: JSON = {
         "id": message.id,
         "timestamp": int(message.created_at.timestamp()),
@@ -229,7 +229,7 @@ def document_info(doc: Mapping[str, Any], *, where: str) -> SessionInfo:
 def document_states(doc: Mapping[str, Any], *, where: str) -> list[StateRecord]:
     """The state records of a document.
 
-    A document without ``states`` (written by seed 002) yields an ``agent_state``
+    A document without ``states`` (written by the agent runtime) yields an ``agent_state``
     state built from its top-level fields and, if it has a summary, a
     ``compaction`` state holding it.
     """

@@ -2,7 +2,7 @@
 
 Each tool is a typed function: the first parameter is the bound session
 (hidden from the model, so a model can never name another conversation or
-scope), the docstring is what the model reads. Compared with seed 000:
+scope), the docstring is what the model reads. Compared with a plain chat-bot history lookup:
 
 * search is ranked full-text search (stems, BM25) instead of an unescaped
   ``LIKE``; the query is plain text, so quotes, ``*``, ``NEAR``, ``%`` or ``_``

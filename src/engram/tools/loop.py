@@ -12,7 +12,7 @@ The flow, for any OpenAI-compatible model::
 the store by :meth:`engram.Session.context`, so tool results count against
 the budget exactly like any other message, and the prompt plus the tool
 schemas' estimate plus the reserve always fit the budget (invariant 1). The
-last round offers no tools, so the model has to answer (seed 000 follows up
+last round offers no tools, so the model has to answer (a follow-up call
 with ``tools=[]``).
 
 Safety: tools run through :func:`engram.tools.dispatch`, bound to the
@@ -77,8 +77,8 @@ PURPOSE = "chat"
 #: the question of the failed turn (past its stored tool rounds).
 RETRY_SCAN_PAGES = MAX_ROUNDS
 
-#: Appended to the caller's system prompt when tools are offered (seed 000's
-#: SYSTEM_PROMPT, without the names of tools that may not be offered).
+#: Appended to the caller's system prompt when tools are offered (the chat
+#: bot's system prompt, without the names of tools that may not be offered).
 HISTORY_TOOLS_PROMPT = (
     "CONTEXT: You see only the most recent messages of this conversation. Older "
     "messages are stored, not shown.\n"
