@@ -50,6 +50,13 @@ class TestRegenerate:
         assert event["action"] == "pop_answer" and event["ids"] == [m.id for m in gone]
         assert "Sunny" not in str(event)  # the deleted text is not kept anywhere
 
+    def test_pop_answer_without_a_user_message_takes_only_the_newest(self, mem: Engram) -> None:
+        s = mem.session("log")
+        s.add("assistant", "Step one done.")
+        s.add("assistant", "Step two done.")
+        assert [m.content for m in s.pop_answer()] == ["Step two done."]
+        assert contents(s) == ["Step one done."]
+
     def test_replace_answer_links_the_new_answer(self, mem: Engram) -> None:
         s = chat(mem)
         old = s.messages()[-1]

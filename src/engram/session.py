@@ -259,12 +259,15 @@ class Session:
         """Delete the last answer: every message after the newest user message (regenerate).
 
         The assistant's final answer goes with the tool rounds that led to it.
-        Returns the deleted messages, oldest first ([] when the newest message
-        is the user's). Audited; see :mod:`engram.edits`.
+        With no user message among the last ``TOOL_CALL_LOOKBACK`` messages,
+        only the newest message (with its tool group) goes. Returns the
+        deleted messages, oldest first ([] when the newest message is the
+        user's). Audited; see :mod:`engram.edits`.
         """
         recent = self._store.tail(self.scope, self.id, limit=TOOL_CALL_LOOKBACK)
         users = [i for i, m in enumerate(recent) if m.role == "user"]
-        answer = recent[users[-1] + 1 :] if users else recent
+        # No user message in reach (an agent's own log): only the newest answer goes.
+        answer = recent[users[-1] + 1 :] if users else recent[-1:]
         return self._delete([m.id for m in answer], "pop_answer")
 
     def replace_answer(self, content: str, *, metadata: Mapping[str, Any] | None = None) -> Message:
