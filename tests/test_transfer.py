@@ -16,7 +16,7 @@ from engram.compaction.state import parse_state
 from engram.errors import ConfigError, ImportFormatError, SessionNotFound
 from engram.models import NewMessage
 from engram.store import Store, open_store
-from engram.transfer import copy_store, export_session, import_document
+from engram.transfer import copy_store, copy_store_url, export_session, import_document
 
 try:
     from tests.pg import fresh_postgres_url
@@ -247,6 +247,20 @@ def test_migrate_command(tmp_path: Path) -> None:
         dst.close()
     same = CliRunner().invoke(migrate, ["--from", src_url, "--to", src_url])
     assert same.exit_code == 2
+
+
+def test_copy_store_url_names_both_stores_and_refuses_one_url(tmp_path: Path) -> None:
+    src_url, dst_url = f"sqlite:///{tmp_path}/a.db", f"memory://{tmp_path}/copy"
+    src = open_store(src_url)
+    try:
+        fill(src)
+    finally:
+        src.close()
+    report = copy_store_url(src_url, dst_url)
+    assert (report.source, report.target) == (src_url, dst_url)
+    assert (report.scopes, report.sessions, report.messages) == (2, 3, 7)
+    with pytest.raises(ConfigError, match="same URL"):
+        copy_store_url(src_url, src_url)
 
 
 class TestSeed002Documents:

@@ -76,35 +76,43 @@ class Setting:
     help: str
 
 
-#: Field name -> its setting. The order is the order of the documentation.
-SETTINGS: Final[dict[str, Setting]] = {
-    "url": Setting("ENGRAM_URL", _text, "store URL: sqlite:///path, postgresql://..., jsondir:///"),
-    "tz": Setting("ENGRAM_TZ", _zone, "time zone date phrases are read in (IANA name)"),
-    "memory_cap": Setting("ENGRAM_MEMORY_CAP", _positive_int, "long-term memories per scope"),
-    "run_jobs": Setting(
-        "ENGRAM_RUN_JOBS", _flag, "PostgreSQL: run shared background jobs in this process"
-    ),
-    "close_timeout": Setting(
-        "ENGRAM_CLOSE_TIMEOUT", _positive_float, "seconds close() waits for background work"
-    ),
-    "compaction_deadline": Setting(
-        "ENGRAM_COMPACTION_DEADLINE",
-        _positive_float,
-        "overall seconds a synchronous compaction may take before the turn goes on",
-    ),
-}
+def _setting(default: Any, env: str, parse: Callable[[str], Any], help: str) -> Any:
+    """A field of :class:`Config` that carries its :class:`Setting` (its one declaration)."""
+    return dataclasses.field(default=default, metadata={"setting": Setting(env, parse, help)})
 
 
 @dataclass(frozen=True, slots=True)
 class Config:
-    """Resolved settings of one ``Engram`` (see :data:`SETTINGS` for their variables)."""
+    """Resolved settings of one ``Engram``; each field declares its variable, parser and meaning.
 
-    url: str = DEFAULT_URL
-    tz: str = "UTC"
-    memory_cap: int = DEFAULT_MEMORY_CAP
-    run_jobs: bool = True
-    close_timeout: float = DEFAULT_CLOSE_TIMEOUT
-    compaction_deadline: float = DEFAULT_COMPACTION_DEADLINE
+    The order of the fields is the order of the documentation.
+    """
+
+    url: str = _setting(
+        DEFAULT_URL,
+        "ENGRAM_URL",
+        _text,
+        "store URL: sqlite:///path, postgresql://..., jsondir:///",
+    )
+    tz: str = _setting("UTC", "ENGRAM_TZ", _zone, "time zone date phrases are read in (IANA name)")
+    memory_cap: int = _setting(
+        DEFAULT_MEMORY_CAP, "ENGRAM_MEMORY_CAP", _positive_int, "long-term memories per scope"
+    )
+    run_jobs: bool = _setting(
+        True, "ENGRAM_RUN_JOBS", _flag, "PostgreSQL: run shared background jobs in this process"
+    )
+    close_timeout: float = _setting(
+        DEFAULT_CLOSE_TIMEOUT,
+        "ENGRAM_CLOSE_TIMEOUT",
+        _positive_float,
+        "seconds close() waits for background work",
+    )
+    compaction_deadline: float = _setting(
+        DEFAULT_COMPACTION_DEADLINE,
+        "ENGRAM_COMPACTION_DEADLINE",
+        _positive_float,
+        "overall seconds a synchronous compaction may take before the turn goes on",
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **given: Any) -> Config:
@@ -139,6 +147,12 @@ class Config:
                 raise ConfigError(f"unknown setting {name!r}; known: {list(SETTINGS)}")
             changes[name] = _checked(name, SETTINGS[name], value)
         return dataclasses.replace(self, **changes)
+
+
+#: Field name -> its setting, read off the fields of :class:`Config`.
+SETTINGS: Final[dict[str, Setting]] = {
+    f.name: f.metadata["setting"] for f in dataclasses.fields(Config)
+}
 
 
 def _checked(name: str, setting: Setting, value: Any) -> Any:

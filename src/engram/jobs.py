@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -72,6 +72,7 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+@runtime_checkable
 class _Pooled(Protocol):
     """A PostgreSQL store: lends connections of its pool."""
 
@@ -85,7 +86,7 @@ class JobQueue:
 
     def __init__(self, store: _Pooled, *, worker_id: str | None = None) -> None:
         """Use ``store``'s pool; ``worker_id`` names this worker in claimed rows."""
-        if not callable(getattr(store, "connection", None)):
+        if not isinstance(store, _Pooled):
             raise ConfigError("the job queue needs a PostgreSQL store (postgresql://...)")
         self.store = store
         self.worker_id = worker_id or default_worker_id()

@@ -27,6 +27,7 @@ from engram.memories.budget import PENDING_KIND
 from engram.memories.ending import LIFECYCLE_KIND
 from engram.models import JSON, Message, NewMessage, SessionInfo, StateRecord
 from engram.sections.tool_cache import TOOL_CACHE_KIND
+from engram.store import open_store
 from engram.store.base import MAX_PAGE, Store
 from engram.store.jsondoc import (
     FORMAT,
@@ -244,6 +245,9 @@ class CopyReport:
     memories: int = 0
     audit_events: int = 0
     skipped: list[str] = field(default_factory=list)
+    #: The two stores' URLs (passwords masked), when copied by :func:`copy_store_url`.
+    source: str = ""
+    target: str = ""
 
 
 Progress = Callable[[str, int, int], None]
@@ -290,12 +294,35 @@ def copy_store(src: Store, dst: Store, progress: Progress | None = None) -> Copy
     return report
 
 
+def copy_store_url(source: str, target: str, progress: Progress | None = None) -> CopyReport:
+    """Open the stores at two URLs and :func:`copy_store` the first into the second.
+
+    Raises:
+        ConfigError: the two URLs are the same, or one cannot be opened.
+
+    """
+    if source == target:
+        raise ConfigError("the source and target stores are the same URL")
+    src = open_store(source)
+    try:
+        dst = open_store(target)
+        try:
+            report = copy_store(src, dst, progress=progress)
+            report.source, report.target = src.url, dst.url
+            return report
+        finally:
+            dst.close()
+    finally:
+        src.close()
+
+
 __all__ = [
     "FORMAT",
     "CopyReport",
     "StateLister",
     "can_list_states",
     "copy_store",
+    "copy_store_url",
     "export_session",
     "import_document",
     "session_states",

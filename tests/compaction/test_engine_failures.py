@@ -1,12 +1,12 @@
-"""Model failures during compaction, through the engine: the turn always succeeds (invariant 6)."""
+"""Model failures during compaction, through the engine on every backend: the turn always succeeds
+(invariant 6)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-import engram
 from engram.engine import Engram, Session
 from engram.llm import LLMClient
 from engram.prompt import NO_MODEL_NOTE
@@ -23,10 +23,6 @@ def llm() -> Iterator[FakeLLMServer]:
         yield server
 
 
-def open_with(tmp_path: object, client: LLMClient) -> Engram:
-    return engram.open(f"sqlite:///{tmp_path}/x.db", llm=client)
-
-
 def fill(chat: Session, pairs: int = 12) -> None:
     chat.add("user", "I prefer dark mode. Sources: https://example.com/a")
     for i in range(pairs):
@@ -35,10 +31,10 @@ def fill(chat: Session, pairs: int = 12) -> None:
 
 
 def test_http_500_twice_falls_back_offline_and_the_turn_succeeds(
-    tmp_path: object, llm: FakeLLMServer, caplog: pytest.LogCaptureFixture
+    open_engram: Callable[..., Engram], llm: FakeLLMServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     with LLMClient("gpt-4o-mini", base_url=llm.base_url, backoff=0.01) as client:
-        with open_with(tmp_path, client) as mem:
+        with open_engram(llm=client) as mem:
             chat = mem.session("c", policy="summary_buffer")
             fill(chat)
             llm.fail(500).fail(500)  # the summary call and its single retry
@@ -65,9 +61,9 @@ def test_http_500_twice_falls_back_offline_and_the_turn_succeeds(
             assert ctx2.degraded is None
 
 
-def test_timeout_falls_back_offline(tmp_path: object, llm: FakeLLMServer) -> None:
+def test_timeout_falls_back_offline(open_engram: Callable[..., Engram], llm: FakeLLMServer) -> None:
     with LLMClient("gpt-4o-mini", base_url=llm.base_url, timeout=0.3, backoff=0.01) as client:
-        with open_with(tmp_path, client) as mem:
+        with open_engram(llm=client) as mem:
             chat = mem.session("c", policy="summary_buffer")
             fill(chat)
             llm.slow(3.0).slow(3.0)
@@ -80,10 +76,10 @@ def test_timeout_falls_back_offline(tmp_path: object, llm: FakeLLMServer) -> Non
 
 
 def test_invalid_json_for_important_data_uses_the_rules(
-    tmp_path: object, llm: FakeLLMServer
+    open_engram: Callable[..., Engram], llm: FakeLLMServer
 ) -> None:
     with LLMClient("gpt-4o-mini", base_url=llm.base_url, backoff=0.01) as client:
-        with open_with(tmp_path, client) as mem:
+        with open_engram(llm=client) as mem:
             chat = mem.session("c", policy="summary_buffer")
             fill(chat)
             llm.reply("A fine summary of the talk. " * 20)  # the summary
@@ -98,10 +94,10 @@ def test_invalid_json_for_important_data_uses_the_rules(
 
 
 def test_truncated_json_for_important_data_uses_the_rules(
-    tmp_path: object, llm: FakeLLMServer
+    open_engram: Callable[..., Engram], llm: FakeLLMServer
 ) -> None:
     with LLMClient("gpt-4o-mini", base_url=llm.base_url, backoff=0.01) as client:
-        with open_with(tmp_path, client) as mem:
+        with open_engram(llm=client) as mem:
             chat = mem.session("c", policy="summary_buffer")
             fill(chat)
             llm.reply("Summary. " * 120)
@@ -126,10 +122,12 @@ def test_no_model_is_a_note_not_a_degradation(mem: Engram) -> None:
     assert NO_MODEL_NOTE in chat.context(system=SYSTEM, compact=False).notes
 
 
-def test_a_configured_model_adds_no_offline_note(tmp_path: object, llm: FakeLLMServer) -> None:
+def test_a_configured_model_adds_no_offline_note(
+    open_engram: Callable[..., Engram], llm: FakeLLMServer
+) -> None:
 
     with LLMClient("gpt-4o-mini", base_url=llm.base_url, backoff=0.01) as client:
-        with open_with(tmp_path, client) as mem:
+        with open_engram(llm=client) as mem:
             chat = mem.session("c", policy="summary_buffer")
             fill(chat)
             ctx = chat.context(system=SYSTEM)

@@ -14,7 +14,6 @@ import pytest
 from engram.compaction.state import STATE_KIND
 from engram.compaction.words import count_words
 from engram.engine import Engram, Session
-from engram.llm import LLMClient
 from engram.testing import FakeLLMServer
 from engram.tokens import count_message, count_messages, counter_for_model, storage_counter
 
@@ -24,16 +23,10 @@ SYSTEM = "You are a helpful writing assistant."
 
 
 @pytest.fixture
-def llm() -> Iterator[FakeLLMServer]:
+def fake_llm() -> Iterator[FakeLLMServer]:
+    """The scripted model answers as a summarizer (``mem_llm`` on every backend uses it)."""
     with FakeLLMServer(default=summarizer_responder) as server:
         yield server
-
-
-@pytest.fixture
-def mem(open_engram: Callable[..., Engram], llm: FakeLLMServer) -> Iterator[Engram]:
-    """Every backend, with the scripted model answering as a summarizer."""
-    with LLMClient("gpt-4o-mini", base_url=llm.base_url, backoff=0.01) as client:
-        yield open_engram(llm=client)
 
 
 def fill_until(chat: Session, tokens: int, start: int = 0) -> int:
@@ -52,8 +45,10 @@ def fill_until(chat: Session, tokens: int, start: int = 0) -> int:
     return i
 
 
-def test_scenario_1_short_conversation_is_not_summarized(mem: Engram, llm: FakeLLMServer) -> None:
-    chat = mem.session("s1", policy="summary_buffer")
+def test_scenario_1_short_conversation_is_not_summarized(
+    mem_llm: Engram, fake_llm: FakeLLMServer
+) -> None:
+    chat = mem_llm.session("s1", policy="summary_buffer")
     for text in ("Hello", "Hi! How can I help?", "Tell me a joke", "Why did...", "Ha"):
         chat.add("user" if text in ("Hello", "Tell me a joke", "Ha") else "assistant", text)
     ctx = chat.context(system=SYSTEM)
@@ -66,12 +61,12 @@ def test_scenario_1_short_conversation_is_not_summarized(mem: Engram, llm: FakeL
     ]
     assert ctx.sections == []
     assert not ctx.pending_compaction
-    assert mem.store.load_state("default", "s1", STATE_KIND) is None
-    assert llm.requests == []
+    assert mem_llm.store.load_state("default", "s1", STATE_KIND) is None
+    assert fake_llm.requests == []
 
 
-def test_scenario_2_first_summarization(mem: Engram, llm: FakeLLMServer) -> None:
-    chat = mem.session("s2", policy="summary_buffer")
+def test_scenario_2_first_summarization(mem_llm: Engram, fake_llm: FakeLLMServer) -> None:
+    chat = mem_llm.session("s2", policy="summary_buffer")
     fill_until(chat, 3000)
     ctx = chat.context(system=SYSTEM)
     state = chat.compaction_state()
@@ -88,16 +83,16 @@ def test_scenario_2_first_summarization(mem: Engram, llm: FakeLLMServer) -> None
     assert min(ctx.message_ids) > state.watermark  # folded messages are not in the prompt
     assert not ctx.pending_compaction and ctx.degraded is None
     # The next turn uses the summaries and does not summarize again.
-    before = len(llm.requests)
+    before = len(fake_llm.requests)
     chat.add("user", "New message after summarization")
     ctx2 = chat.context(system=SYSTEM)
     assert ctx2.messages[-1]["content"] == "New message after summarization"
     assert "CONVERSATION SUMMARY" in ctx2.sections
-    assert len(llm.requests) == before
+    assert len(fake_llm.requests) == before
 
 
-def test_scenario_3_incremental_summarization(mem: Engram, llm: FakeLLMServer) -> None:
-    chat = mem.session("s3", policy="summary_buffer")
+def test_scenario_3_incremental_summarization(mem_llm: Engram, fake_llm: FakeLLMServer) -> None:
+    chat = mem_llm.session("s3", policy="summary_buffer")
     nxt = fill_until(chat, 3000)
     chat.context(system=SYSTEM)
     first = chat.compaction_state()
@@ -119,7 +114,7 @@ def test_scenario_3_incremental_summarization(mem: Engram, llm: FakeLLMServer) -
     # The second cycle sent the previous summary with only the new messages.
     summary_prompts = [
         r.messages[-1]["content"]
-        for r in llm.requests
+        for r in fake_llm.requests
         if "Word count target" in str(r.messages[-1].get("content"))
     ]
     assert len(summary_prompts) == 2
@@ -160,8 +155,8 @@ def test_scenario_4_important_data_preserved_across_cycles(
         assert second.summarizer == "offline"
 
 
-def test_scenario_5_token_accuracy(mem: Engram) -> None:
-    chat = mem.session("s5", policy="summary_buffer")
+def test_scenario_5_token_accuracy(mem_llm: Engram) -> None:
+    chat = mem_llm.session("s5", policy="summary_buffer")
     fill_until(chat, 3000)
     stored = chat.messages(limit=5)
     counter = storage_counter()
@@ -174,23 +169,23 @@ def test_scenario_5_token_accuracy(mem: Engram) -> None:
 
 
 def test_scenario_6_turns_without_summarization_do_not_call_the_model(
-    mem: Engram, llm: FakeLLMServer
+    mem_llm: Engram, fake_llm: FakeLLMServer
 ) -> None:
-    chat = mem.session("s6", policy="summary_buffer")
+    chat = mem_llm.session("s6", policy="summary_buffer")
     fill_until(chat, 3000)
     chat.context(system=SYSTEM)
-    calls = len(llm.requests)
+    calls = len(fake_llm.requests)
     assert calls >= 2  # summary + important data
     for i in range(3):
         chat.add("user", f"short question {i}")
         chat.add("assistant", f"short answer {i}")
         ctx = chat.context(system=SYSTEM)
         assert not ctx.pending_compaction
-    assert len(llm.requests) == calls
+    assert len(fake_llm.requests) == calls
 
 
-def test_scenario_7_every_message_still_returned(mem: Engram) -> None:
-    chat = mem.session("s7", policy="summary_buffer")
+def test_scenario_7_every_message_still_returned(mem_llm: Engram) -> None:
+    chat = mem_llm.session("s7", policy="summary_buffer")
     nxt = fill_until(chat, 3000)
     before = chat.messages(limit=1000)
     chat.context(system=SYSTEM)
@@ -204,10 +199,10 @@ def test_scenario_7_every_message_still_returned(mem: Engram) -> None:
     assert page == after[10:15]
 
 
-def test_scenario_8_sessions_are_isolated(mem: Engram) -> None:
-    a = mem.session("a", scope="p1", policy="summary_buffer")
-    b = mem.session("a", scope="p2", policy="summary_buffer")
-    c = mem.session("c", scope="p1", policy="summary_buffer")
+def test_scenario_8_sessions_are_isolated(mem_llm: Engram) -> None:
+    a = mem_llm.session("a", scope="p1", policy="summary_buffer")
+    b = mem_llm.session("a", scope="p2", policy="summary_buffer")
+    c = mem_llm.session("c", scope="p1", policy="summary_buffer")
     a.add("user", "I prefer dark mode. Source: https://a.example/only-a")
     fill_until(a, 3000)
     b.add("user", "Source: https://b.example/only-b")
@@ -220,8 +215,8 @@ def test_scenario_8_sessions_are_isolated(mem: Engram) -> None:
     assert sa.important_data != sb.important_data
     assert not any("only-b" in fact for fact in sa.important_data["important_facts"])
     assert not any("only-a" in fact for fact in sb.important_data["important_facts"])
-    assert mem.store.usage_totals("p1", "a")["calls"] >= 2
-    assert mem.store.usage_totals("p1", "c")["calls"] == 0
+    assert mem_llm.store.usage_totals("p1", "a")["calls"] >= 2
+    assert mem_llm.store.usage_totals("p1", "c")["calls"] == 0
     ids_a = set(a.context(system=SYSTEM).message_ids)
     ids_b = {m.id for m in b.messages(limit=1000)}
     assert not ids_a & ids_b

@@ -58,8 +58,8 @@ class TestConcurrentEnds:
         assert [(e["count_before"], e["count_after"]) for e in compactions] == [(6, 5), (6, 5)]
         assert len({e["target"] for e in compactions}) == 2
 
-    def test_two_engines_on_one_file_in_threads(self, db_url: str) -> None:
-        first, second = engram.open(db_url), engram.open(db_url)
+    def test_two_engines_on_one_file_in_threads(self, store_url: str) -> None:
+        first, second = engram.open(store_url), engram.open(store_url)
         try:
             fill(Memories(first.store, "app", cap=4), 4)
             for number, handle in enumerate((first, second)):

@@ -1,9 +1,10 @@
-"""Memories reached through the engine: Session.end, prompt injection, the tool, isolation."""
+"""Memories reached through the engine on every backend: Session.end, prompt injection, the tool,
+isolation."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 
 import engram
 from engram.engine import Engram
@@ -20,12 +21,12 @@ def _talk(mem: Engram, scope: str, session: str, facts: str) -> None:
 
 class TestSessionEnd:
     def test_memory_written_by_the_model_and_injected_in_the_next_conversation(
-        self, tmp_path: Path
+        self, open_engram: Callable[..., Engram]
     ) -> None:
         with FakeLLMServer() as server:
             server.reply("User prefers meetings after 2pm; Phoenix launches on November 1.")
             client = LLMClient("gpt-4o-mini", base_url=server.base_url, timeout=5, backoff=0.01)
-            with client, engram.open(f"sqlite:///{tmp_path}/m.db", llm=client) as mem:
+            with client, open_engram(llm=client) as mem:
                 _talk(mem, "phoenix", "c1", "I prefer meetings after 2pm. Launch is November 1.")
                 outcome = mem.session("c1", scope="phoenix").end("user closed", wait=True).result()
                 assert outcome.status == "created"
@@ -43,8 +44,10 @@ class TestSessionEnd:
                 assert ctx.messages[0]["content"] == "You are a project assistant."
                 assert "memories for app: phoenix" in ctx.messages[1]["content"]
 
-    def test_end_does_not_wait_and_offline_memory_is_written(self, tmp_path: Path) -> None:
-        with engram.open(f"sqlite:///{tmp_path}/m.db", llm=None) as mem:
+    def test_end_does_not_wait_and_offline_memory_is_written(
+        self, open_engram: Callable[..., Engram]
+    ) -> None:
+        with open_engram(llm=None) as mem:
             _talk(mem, "p", "c1", "We decided to price the Pro plan at 14 dollars.")
             future = mem.session("c1", scope="p").end("done")
             outcome = future.result(timeout=30)
@@ -53,8 +56,8 @@ class TestSessionEnd:
 
 
 class TestIsolation:
-    def test_scope_b_never_sees_scope_a_memories(self, tmp_path: Path) -> None:
-        with engram.open(f"sqlite:///{tmp_path}/m.db", llm=None) as mem:
+    def test_scope_b_never_sees_scope_a_memories(self, open_engram: Callable[..., Engram]) -> None:
+        with open_engram(llm=None) as mem:
             mem.memories("a").create("Secret plan of scope A: codename Falcon.")
             chat_b = mem.session("c", scope="b")
             chat_b.add("user", "What is the codename?")
@@ -71,15 +74,14 @@ class TestIsolation:
             )
             assert found["count"] == 1
 
-    def test_memories_survive_reopening(self, tmp_path: Path) -> None:
-        url = f"sqlite:///{tmp_path}/m.db"
-        with engram.open(url, llm=None) as mem:
+    def test_memories_survive_reopening(self, store_url: str) -> None:
+        with engram.open(store_url, llm=None) as mem:
             mem.memories("p").create("The team ships on Fridays.")
-        with engram.open(url, llm=None) as mem:
+        with engram.open(store_url, llm=None) as mem:
             assert [m.content for m in mem.memories("p").list()] == ["The team ships on Fridays."]
 
-    def test_cap_is_configurable_on_open(self, tmp_path: Path) -> None:
-        with engram.open(f"sqlite:///{tmp_path}/m.db", llm=None, memory_cap=3) as mem:
+    def test_cap_is_configurable_on_open(self, open_engram: Callable[..., Engram]) -> None:
+        with open_engram(llm=None, memory_cap=3) as mem:
             memories = mem.memories("p")
             for topic in ["alpha", "bravo", "charlie", "delta", "echo"]:
                 memories.create(f"Distinct fact about {topic} number {len(topic)} here.")

@@ -29,12 +29,11 @@ TOPICS = ["launch date", "beta invites", "logo colours", "hiring plan", "office 
 
 
 @pytest.fixture
-def mem(tmp_path: Path) -> Iterator[engram.Engram]:
-    opened = engram.open(f"sqlite:///{tmp_path}/x.db", llm=None)
-    try:
-        yield opened
-    finally:
-        opened.close()
+def store_url(tmp_path: Path) -> str:
+    """The shared ``mem``/``open_engram`` fixtures on SQLite only.
+
+    Why: the loop is about the model and the budget, not storage."""
+    return f"sqlite:///{tmp_path}/engram.db"
 
 
 @pytest.fixture

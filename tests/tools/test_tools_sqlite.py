@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,17 +21,22 @@ BASE = datetime(2025, 3, 3, 15, 0, tzinfo=UTC)  # Monday 10:00 in New York
 
 
 @pytest.fixture
-def mem(tmp_path: Path) -> Iterator[Any]:
-    opened = engram.open("sqlite:///" + str(tmp_path / "tools.db"), tz="America/New_York")
-    try:
-        yield opened
-    finally:
-        opened.close()
+def store_url(tmp_path: Path) -> str:
+    """The shared ``mem``/``open_engram`` fixtures on SQLite only.
+
+    Why: these tools read SQLite search results and dates."""
+    return f"sqlite:///{tmp_path}/engram.db"
 
 
 @pytest.fixture
-def chat(mem: Any) -> Any:
-    session = mem.session("chat-1", scope="phoenix")
+def mem_ny(open_engram: Callable[..., Any]) -> Any:
+    """An engine on each backend whose clock reads dates in New York."""
+    return open_engram(tz="America/New_York")
+
+
+@pytest.fixture
+def chat(mem_ny: Any) -> Any:
+    session = mem_ny.session("chat-1", scope="phoenix")
     session.add("user", "What should the pricing be?", created_at=BASE)
     session.add(
         "assistant", "I suggest 49 dollars per month.", created_at=BASE + timedelta(minutes=1)
@@ -94,8 +99,8 @@ class TestOnSQLite:
         ids = [m["id"] for page in (third, second, first) for m in page["messages"]]
         assert len(ids) == 5 and ids == sorted(ids)
 
-    def test_message_by_id_is_scoped(self, mem: Any, chat: Any) -> None:
-        other = mem.session("chat-1", scope="other")
+    def test_message_by_id_is_scoped(self, mem_ny: Any, chat: Any) -> None:
+        other = mem_ny.session("chat-1", scope="other")
         secret = other.add("user", "the other scope's secret")
         mine = chat.messages()[0]
         assert call(chat, "get_message_by_id", message_id=mine.id)["content"] == mine.content
@@ -112,8 +117,8 @@ class TestOnSQLite:
         assert answer["total_messages"] == 5 and answer["stored_tokens"] > 0
         assert answer["first_message_at"].startswith("2025-03-03")
 
-    def test_result_cap_on_real_rows(self, mem: Any) -> None:
-        session = mem.session("big", scope="phoenix")
+    def test_result_cap_on_real_rows(self, mem_ny: Any) -> None:
+        session = mem_ny.session("big", scope="phoenix")
         session.add_many(
             {"role": "user", "content": f"pricing {i} " + "filler " * 300} for i in range(30)
         )

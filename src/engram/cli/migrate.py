@@ -1,7 +1,7 @@
 """``engram migrate --from URL --to URL``: copy a whole store into another backend.
 
 Every scope, session, message, state, memory and audit event is copied with
-:func:`engram.transfer.copy_store` (for example from ``sqlite:///engram.db`` to
+:func:`engram.transfer.copy_store_url` (for example from ``sqlite:///engram.db`` to
 ``postgresql://...`` when one machine is no longer enough, or to
 ``jsondir:///backup`` for a human-readable copy). The source is only read.
 A session that already has messages in the target stops the copy with an
@@ -14,8 +14,7 @@ import sys
 
 import click
 
-from engram.store import open_store
-from engram.transfer import copy_store
+from engram.transfer import copy_store_url
 
 
 @click.command("migrate")
@@ -31,24 +30,16 @@ def migrate_command(source: str, target: str, progress: bool | None) -> None:
     if source == target:
         raise click.UsageError("--from and --to name the same store")
     show = sys.stderr.isatty() if progress is None else progress
-    src = open_store(source)
-    try:
-        dst = open_store(target)
-        try:
 
-            def report(what: str, done: int, total: int) -> None:
-                if show:
-                    click.echo(f"  [{done}/{total}] {what}", err=True)
+    def report(what: str, done: int, total: int) -> None:
+        if show:
+            click.echo(f"  [{done}/{total}] {what}", err=True)
 
-            result = copy_store(src, dst, progress=report)
-        finally:
-            dst.close()
-    finally:
-        src.close()
+    result = copy_store_url(source, target, progress=report)
     click.echo(
         f"Copied {result.scopes} scope(s), {result.sessions} session(s), "
         f"{result.messages} message(s), {result.states} state(s), {result.memories} memory(ies), "
-        f"{result.audit_events} audit event(s) from {src.url} to {dst.url}."
+        f"{result.audit_events} audit event(s) from {result.source} to {result.target}."
     )
     for note in result.skipped:
         click.echo(f"Note: {note}", err=True)

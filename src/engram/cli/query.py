@@ -8,8 +8,8 @@ import click
 
 from engram.cli._common import db_option, echo_json, first_line, open_engram, scope_option
 from engram.context import Context, Omission
+from engram.limits import MAX_PAGE
 from engram.models import ROLES, SearchHit
-from engram.store.base import MAX_PAGE
 
 #: Characters of message text shown per line in human-readable listings.
 PREVIEW_WIDTH = 100

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
+from engram.limits import MAX_PAGE as MAX_PAGE  # most rows a read returns
 from engram.models import (
     JSON,
     MemoryRecord,
@@ -41,9 +42,6 @@ from engram.models import (
     StateRecord,
     UsageRecord,
 )
-
-#: Most rows any single read returns; larger requests are clamped to it.
-MAX_PAGE = 1000
 
 
 @runtime_checkable
