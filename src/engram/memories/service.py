@@ -56,6 +56,7 @@ from engram.memories.records import (
     check_metadata,
     find_duplicate,
 )
+from engram.memories.scope_lock import ScopeLock
 from engram.memories.search import rank
 from engram.models import JSON, MemoryRecord, Message
 from engram.store import Store
@@ -73,22 +74,21 @@ MAX_SCAN_PAGES = 20
 _T = TypeVar("_T")
 # Weak values: a scope's lock lives as long as some Memories object holds it, so a
 # server that touches millions of scopes does not keep a lock for each forever.
-_LOCKS: weakref.WeakValueDictionary[tuple[str, str], threading.RLock] = (
-    weakref.WeakValueDictionary()
-)
+_LOCKS: weakref.WeakValueDictionary[tuple[str, str], ScopeLock] = weakref.WeakValueDictionary()
 _LOCKS_GUARD = threading.Lock()
 
 
-def scope_lock(store: Store, scope: str) -> threading.RLock:
-    """The in-process lock serializing memory writes of one scope of one store.
+def scope_lock(store: Store, scope: str) -> ScopeLock:
+    """The lock serializing memory writes of one scope of one store.
 
-    Every live ``Memories`` object of the scope shares it; it is dropped when none is left.
+    Across processes too, on a store that can lock its database (PostgreSQL). Every
+    live ``Memories`` object of the scope shares it; it is dropped when none is left.
     """
     key = (store.url, scope)
     with _LOCKS_GUARD:
         lock = _LOCKS.get(key)
         if lock is None:
-            lock = _LOCKS[key] = threading.RLock()
+            lock = _LOCKS[key] = ScopeLock(store, scope)
         return lock
 
 

@@ -59,6 +59,7 @@ from engram.store.postgres_connection import libpq_conninfo as _conninfo
 from engram.store.postgres_connection import mask_url as _mask
 from engram.store.postgres_edits import PostgresEdits
 from engram.store.postgres_keys import PostgresApiKeys
+from engram.store.postgres_locks import PostgresLocks
 from engram.store.postgres_migrations import migrate
 from engram.store.postgres_rows import MESSAGE_COLUMNS as _MESSAGE_COLUMNS
 from engram.store.postgres_rows import SESSION_COLUMNS as _SESSION_COLUMNS
@@ -85,7 +86,9 @@ _APPEND_SQL = """
 """
 
 
-class PostgresStore(PostgresEdits, PostgresScopeData, PostgresApiKeys, PostgresConnections):
+class PostgresStore(
+    PostgresEdits, PostgresScopeData, PostgresApiKeys, PostgresLocks, PostgresConnections
+):
     """The :class:`~engram.store.base.Store` over PostgreSQL (psycopg 3 + a connection pool)."""
 
     def job_queue(self, worker_id: str) -> JobQueue:
