@@ -42,6 +42,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.run --backends sqlite,postgres --sizes 1000,10000,100000 --name core-sqlite-postgres
 	$(BIN)/python -m benchmarks.savings
 	$(BIN)/python -m benchmarks.summary_quality
+	$(BIN)/python -m benchmarks.server_load
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engram import dashboard
 from engram.engine import Engram
@@ -58,6 +59,16 @@ def include_v1(app: FastAPI, router: APIRouter) -> None:
     app.include_router(router)
 
 
+class _Timed:
+    """The metrics middleware in the form ``add_middleware`` takes."""
+
+    def __init__(self, app: ASGIApp, metrics: ServerMetrics) -> None:
+        self._app = metrics.middleware(app)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)
+
+
 def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAPI:
     """The REST API over ``engram`` (which stays the caller's to close)."""
     settings = settings or ServerSettings()
@@ -79,6 +90,6 @@ def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAP
     dashboard.install(app)  # the pages at / (outside the API document), behind the same keys
     for router in RESOURCES:
         include_v1(app, router)
-    app.middleware("http")(metrics.middleware)
+    app.add_middleware(_Timed, metrics=metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     return app

@@ -28,6 +28,9 @@ from engram.server.metrics import ServerMetrics
 from engram.server.schemas import ErrorOut
 from engram.validation import MAX_ID_CHARS
 
+# Dependencies are ``async``: FastAPI runs a plain ``def`` dependency in a worker thread,
+# a thread hop per request for nothing.
+
 #: The OpenAPI extension naming the rights a route needs.
 RIGHTS_KEY = "x-engram-rights"
 #: ``openapi_extra`` of a route only admin keys may call.
@@ -43,7 +46,7 @@ _bearer = HTTPBearer(
 )
 
 
-def engram_of(request: Request) -> Engram:
+async def engram_of(request: Request) -> Engram:
     """The Engram the app serves."""
     engram: Engram = request.app.state.engram
     return engram
@@ -67,7 +70,7 @@ async def current_caller(
     return caller
 
 
-def metrics_of(request: Request) -> ServerMetrics:
+async def metrics_of(request: Request) -> ServerMetrics:
     """The app's metrics."""
     metrics: ServerMetrics = request.app.state.metrics
     return metrics

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
-from starlette.requests import Request
-from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engram.compaction.cycle import CompactionResult
 from engram.engine import Engram
@@ -118,18 +117,28 @@ class ServerMetrics:
             outcome = "offline"
         self.compactions.labels(outcome).inc()
 
-    async def middleware(
-        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        """Time every request and count it by its route template and status."""
-        started = time.perf_counter()
-        status = 500
-        try:
-            response = await call_next(request)
-            status = response.status_code
-            return response
-        finally:
-            route = request.scope.get("route")
-            template = getattr(route, "path", "unmatched")
-            self.latency.labels(request.method, template).observe(time.perf_counter() - started)
-            self.requests.labels(request.method, template, str(status)).inc()
+    def middleware(self, app: ASGIApp) -> ASGIApp:
+        """Wrap ``app``: time every request and count it by route template and status."""
+
+        async def timed(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http":
+                await app(scope, receive, send)
+                return
+            started = time.perf_counter()
+            status = 500
+
+            async def seen(message: Message) -> None:
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                await send(message)
+
+            try:
+                await app(scope, receive, seen)
+            finally:
+                template = getattr(scope.get("route"), "path", "unmatched")
+                method = scope["method"]
+                self.latency.labels(method, template).observe(time.perf_counter() - started)
+                self.requests.labels(method, template, str(status)).inc()
+
+        return timed
