@@ -35,14 +35,16 @@ $(CHROMIUM):
 test: $(STAMP) $(CHROMIUM)
 	$(BIN)/python -m pytest -q
 
-# About 15 minutes: the core benchmark on SQLite (1K-1M messages), the same side by side
-# with PostgreSQL (1K-100K), and the compaction savings curve (2,000 turns per preset).
+# About 20 minutes: the core benchmark on SQLite (1K-1M messages), the same side by side
+# with PostgreSQL (1K-100K), the compaction savings curve (2,000 turns per preset), and
+# the retrieval benchmark (recall per search step, latency at 100K messages).
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.run --backends sqlite,postgres --sizes 1000,10000,100000 --name core-sqlite-postgres
 	$(BIN)/python -m benchmarks.savings
 	$(BIN)/python -m benchmarks.summary_quality
 	$(BIN)/python -m benchmarks.server_load
+	$(BIN)/python -m benchmarks.retrieval.run --backends sqlite,postgres
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

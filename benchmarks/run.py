@@ -68,6 +68,8 @@ _ENGRAM_SQLITE_FILES = (
     "src/engram/store/sqlite_migrations.py",
     "src/engram/store/sqlite_rows.py",
     "src/engram/store/sqlite_scope.py",
+    "src/engram/store/sqlite_search.py",
+    "src/engram/search_index.py",
 )
 _ENGRAM_PG_FILES = (
     "src/engram/store/postgres.py",
@@ -75,6 +77,8 @@ _ENGRAM_PG_FILES = (
     "src/engram/store/postgres_migrations.py",
     "src/engram/store/postgres_rows.py",
     "src/engram/store/postgres_scope.py",
+    "src/engram/store/postgres_search.py",
+    "src/engram/search_index.py",
 )
 
 

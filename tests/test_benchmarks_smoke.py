@@ -111,3 +111,15 @@ def test_offline_summary_quality_benchmark_holds() -> None:
     assert result["decisions_cut_in_summaries"] == 0
     assert result["filler_in_summaries"] == 0 and result["filler_in_memories"] == 0
     assert result["fact_recall_one_cycle"] >= 0.9 and result["fact_recall_two_cycles"] >= 0.95
+
+
+@pytest.mark.slow
+def test_retrieval_benchmark_quick_run_beats_its_baseline(tmp_path: Path) -> None:
+    from benchmarks.retrieval import run as retrieval
+
+    assert retrieval.main(["--quick", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "retrieval-quick.json").read_text())
+    steps = list(report["quality"]["steps"].values())
+    assert steps[-1]["all"]["recall@10"] >= steps[0]["all"]["recall@10"] + 0.2
+    assert {"next_turn", "date", "name", "multi", "paraphrase", "fact"} <= set(steps[0])
+    assert "Recall@10 gain" in (tmp_path / "retrieval-quick.md").read_text()

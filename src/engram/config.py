@@ -101,6 +101,12 @@ class Config:
     run_jobs: bool = _setting(
         True, "ENGRAM_RUN_JOBS", _flag, "PostgreSQL: run shared background jobs in this process"
     )
+    embeddings: bool = _setting(
+        False,
+        "ENGRAM_EMBEDDINGS",
+        _flag,
+        "embed messages in the background for semantic and hybrid search (embeddings extra)",
+    )
     close_timeout: float = _setting(
         DEFAULT_CLOSE_TIMEOUT,
         "ENGRAM_CLOSE_TIMEOUT",

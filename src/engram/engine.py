@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from engram import edits
+from engram import edits, searching
 from engram import scopes as scope_ops
 from engram.activity import Activity, scope_activity, session_activity
 from engram.apikeys import ApiKeys
@@ -238,20 +238,29 @@ class Engram:
         roles: Sequence[str] | None = None,
         start: datetime | None = None,
         end: datetime | None = None,
+        mode: str = "keyword",
     ) -> list[SearchHit]:
-        """Ranked full-text search over every session of a scope (``start <= created_at < end``)."""
+        """Ranked search over every session of a scope (``start <= created_at < end``).
+
+        ``mode`` is ``"keyword"`` (BM25), ``"semantic"`` or ``"hybrid"`` (see
+        :meth:`Session.search`).
+        """
         check_id("scope", scope)
         query = text_field("query", query, max_bytes=MAX_CONTENT_BYTES, error=InvalidQuery)
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise InvalidQuery(f"limit must be a positive integer, got {limit!r}")
-        return self.store.search(
-            scope,
-            query,
+        request = searching.Request(
+            scope=scope,
+            session=None,
+            text=query,
+            now=datetime.now(UTC),
+            tz=self.runtime.tz,
             roles=roles_filter(roles, ROLES),
             start=optional_timestamp("start", start),
             end=optional_timestamp("end", end),
             limit=min(limit, MAX_PAGE),
         )
+        return searching.run(self.runtime, request, mode)
 
     def export_session(self, session_id: str, scope: str = "default") -> JSON:
         """One session as an Engram session document (messages, states), for ``import``."""
@@ -463,6 +472,7 @@ def open(
     memory_cap: int | None = None,
     memory_budget: MemoryBudget | None = None,
     run_jobs: bool | None = None,
+    embeddings: bool | None = None,
     config: Config | None = None,
     **store_options: Any,
 ) -> Engram:
@@ -473,10 +483,18 @@ def open(
     :data:`FROM_ENV` (default: ``ENGRAM_LLM_*`` variables; none set, no model).
     ``memory_cap`` and ``memory_budget`` govern long-term memories.
     ``run_jobs=False`` (PostgreSQL only): enqueue background jobs but leave
-    them to other processes' workers. Other settings come from ``config``,
-    else the environment (see :mod:`engram.config`); the arguments win.
+    them to other processes' workers. ``embeddings=True`` (``ENGRAM_EMBEDDINGS``,
+    the ``embeddings`` extra) embeds messages in the background for
+    ``Session.search(mode="semantic" | "hybrid")``. Other settings come from
+    ``config``, else the environment (see :mod:`engram.config`); the arguments win.
     """
-    given: dict[str, Any] = {"url": url, "tz": tz, "memory_cap": memory_cap, "run_jobs": run_jobs}
+    given: dict[str, Any] = {
+        "url": url,
+        "tz": tz,
+        "memory_cap": memory_cap,
+        "run_jobs": run_jobs,
+        "embeddings": embeddings,
+    }
     if config is None:
         config = Config.from_env(**given)
     else:

@@ -108,11 +108,16 @@ class SessionInfo:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One search result: the message, its rank (higher is better) and a highlighted snippet."""
+    """One search result: the message, its rank (higher is better) and a highlighted snippet.
+
+    ``context`` holds the neighbouring turns of the same session (oldest first,
+    the hit itself left out) when the search asked for them (``context=1``).
+    """
 
     message: Message
     score: float
     snippet: str
+    context: tuple[Message, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

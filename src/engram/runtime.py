@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -23,12 +24,14 @@ from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 from engram.background import Scheduler, make_scheduler
+from engram.background.pool import BackgroundCompactor
 from engram.checks import id_field
 from engram.checks import message_id as checked_message_id
 from engram.compaction.cycle import CompactionResult, Loaded, compact_session
 from engram.compaction.summarizer import LLMSummarizer, OfflineSummarizer, Summarizer
 from engram.config import Config
 from engram.context import Section
+from engram.embeddings import shared_embedder
 from engram.errors import InvalidQuery, MessageNotFound
 from engram.llm.client import LLMClient
 from engram.memories import SECTION_TITLE as MEMORIES_SECTION_TITLE
@@ -38,12 +41,16 @@ from engram.policy import Policy, get_policy
 from engram.prompt_log import PromptRecorder
 from engram.sections.agent_state import compact_stored_agent_state
 from engram.store import Store
+from engram.store.base import plans_search
 from engram.tokens import TokenCounter, count_contents, count_message, storage_counter
+from engram.vectors import Embedder, embed_pending, keeps_vectors
 
 log = logging.getLogger("engram")
 
 #: Gives the long-term memories of a scope as prompt text (None or "": none).
 MemoriesProvider = Callable[[str], "str | None"]
+#: Sessions whose last prompt is remembered (search leaves its messages out).
+VISIBLE_SESSIONS = 4096
 #: Threads that run synchronous compactions under their deadline.
 SYNC_COMPACTION_WORKERS = 4
 
@@ -65,6 +72,11 @@ class Runtime:
     _sync: ThreadPoolExecutor = field(init=False)
     _inflight: dict[tuple[str, str], Future[CompactionResult]] = field(init=False)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _visible: OrderedDict[tuple[str, str], frozenset[int]] = field(
+        init=False, default_factory=OrderedDict
+    )
+    embedder: Embedder | None = None
+    _indexer: BackgroundCompactor | None = field(init=False, default=None)
 
     @classmethod
     def create(
@@ -85,6 +97,11 @@ class Runtime:
             memory_budget=memory_budget or MemoryBudget(),
             memories_text=memories_text,
         )
+        if plans_search(store):
+            store.zone = runtime.tz  # date words are indexed in the engine's time zone
+        if config.embeddings:
+            runtime.embedder = shared_embedder()  # MissingDependency names the extra
+            runtime._indexer = BackgroundCompactor(workers=1)
         runtime._sync = ThreadPoolExecutor(
             SYNC_COMPACTION_WORKERS, thread_name_prefix="engram-sync-compact"
         )
@@ -92,6 +109,36 @@ class Runtime:
         runtime.prompts = PromptRecorder(store)
         runtime.scheduler = make_scheduler(store, runtime, run_jobs=config.run_jobs)
         return runtime
+
+    # -- vectors --------------------------------------------------------------------
+
+    def embed_later(self, scope: str, session: str) -> bool:
+        """Embed the session's new messages in the background (when embeddings are on)."""
+        store, embedder, indexer = self.store, self.embedder, self._indexer
+        if embedder is None or indexer is None or not keeps_vectors(store):
+            return False
+        return indexer.submit(
+            ("embed", scope, session), lambda: embed_pending(store, embedder, scope, session)
+        )
+
+    def wait_vectors(self, timeout: float | None = None) -> bool:
+        """Wait until every scheduled embedding is done; False on timeout."""
+        return self._indexer.wait_idle(timeout) if self._indexer is not None else True
+
+    # -- what the model sees ---------------------------------------------------------
+
+    def remember_visible(self, scope: str, session: str, ids: Sequence[int]) -> None:
+        """Record the ids of the last prompt built for a session (search leaves them out)."""
+        with self._lock:
+            self._visible[(scope, session)] = frozenset(ids)
+            self._visible.move_to_end((scope, session))
+            while len(self._visible) > VISIBLE_SESSIONS:
+                self._visible.popitem(last=False)
+
+    def visible(self, scope: str, session: str) -> frozenset[int]:
+        """The ids of the last prompt built for a session by this engine (empty if none)."""
+        with self._lock:
+            return self._visible.get((scope, session), frozenset())
 
     # -- messages -------------------------------------------------------------------
 
@@ -245,6 +292,8 @@ class Runtime:
         deadline = None if timeout is None else time.monotonic() + timeout
         self.prompts.flush()
         finished = self.scheduler.close(timeout)
+        if self._indexer is not None:
+            self._indexer.close(wait=False)
         with self._lock:
             running = list(self._inflight.values())
         left = None if deadline is None else max(0.0, deadline - time.monotonic())

@@ -10,12 +10,12 @@ work goes to the runtime's scheduler.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
-from engram import edits
+from engram import dates, edits, searching
 from engram.checks import (
     MAX_CONTENT_BYTES,
     optional_message_id,
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_BUDGET", "TOOL_CALL_LOOKBACK", "Session"]
 
+#: Newest messages read to find the question being asked (search leaves it out).
+QUESTION_LOOKBACK = 8
 #: How far back ``add`` looks for the assistant call a tool result answers.
 TOOL_CALL_LOOKBACK = 64
 #: First messages read to find a session's title, and words a made-up title keeps.
@@ -124,7 +126,9 @@ class Session:
     def _write(self, batch: list[NewMessage]) -> list[Message]:
         """Count each checked message once and append the batch in one transaction."""
         tokens = self.runtime.count_many(batch)
-        return self._store.append(self.scope, self.id, batch, tokens)
+        stored = self._store.append(self.scope, self.id, batch, tokens)
+        self.runtime.embed_later(self.scope, self.id)  # vectors are computed off the write path
+        return stored
 
     def _recent_call_ids(self, batch: list[NewMessage]) -> set[str]:
         wanted = {m.tool_call_id for m in batch if m.role == "tool"}
@@ -186,6 +190,7 @@ class Session:
             compact=compact,
         )
         ctx = build_prompt(self.runtime, self.scope, self.id, active, request)
+        self.runtime.remember_visible(self.scope, self.id, ctx.message_ids)
         if compact:
             self.runtime.prompts.record(
                 self.scope, self.id, sent_tokens=ctx.tokens, budget=ctx.budget
@@ -392,18 +397,68 @@ class Session:
         start: datetime | None = None,
         end: datetime | None = None,
         all_sessions: bool = False,
+        context: int = 0,
+        exclude: Collection[int] = (),
+        exclude_visible: bool = False,
+        exclude_question: bool = False,
+        include_tool_results: bool = False,
+        mode: str = "keyword",
     ) -> list[SearchHit]:
-        """BM25-ranked full-text search of this session (or the whole scope)."""
+        """Ranked search of this session (or the whole scope), best first.
+
+        Content words of ``query`` are matched (stop words and question words
+        left out; "quoted phrases" as phrases) in each message, in its previous
+        turns (a lower weight) and in its date written as words, and ranked by
+        BM25; a participant the query names and a date phrase ("last week")
+        lift the messages they point to, and a message that asks ranks below
+        one that answers.
+
+        Args:
+            query: Plain text, never query syntax.
+            limit: Most hits returned.
+            roles: Only messages of these roles.
+            start: Only messages at or after this instant.
+            end: Only messages before this instant.
+            all_sessions: Search every session of the scope.
+            context: Neighbouring turns returned with each hit, on each side (0-3).
+            exclude: Message ids never returned.
+            exclude_visible: Also leave out the messages of the last prompt this
+                engine built for the session (what the model already sees); the
+                ``search_history`` tool does.
+            exclude_question: Also leave out the question being asked (the newest
+                user message); the ``search_history`` tool does.
+            include_tool_results: Also return results of Engram's own retrieval tools.
+            mode: ``"keyword"`` (BM25, the default), ``"semantic"`` (nearest sentence
+                vectors) or ``"hybrid"`` (both, fused); the last two need an engine
+                opened with ``embeddings=True``.
+        """
         query = text_field("query", query, max_bytes=MAX_CONTENT_BYTES, error=InvalidQuery)
-        return self._store.search(
-            self.scope,
-            query,
+        if isinstance(context, bool) or not isinstance(context, int) or context < 0:
+            raise InvalidQuery(f"context must be an integer >= 0, got {context!r}")
+        if exclude_visible:
+            exclude = {*exclude, *self.runtime.visible(self.scope, self.id)}
+        if exclude_question:
+            exclude = {*exclude, *self._question()}
+        request = searching.Request(
+            scope=self.scope,
             session=None if all_sessions else self.id,
+            text=query,
+            now=datetime.now(UTC),
+            tz=self.runtime.tz,
+            exclude=frozenset(exclude),
+            include_own_results=include_tool_results,
             roles=roles_filter(roles, ROLES),
             start=optional_timestamp("start", start),
             end=optional_timestamp("end", end),
             limit=_page_limit(limit),
         )
+        hits = searching.run(self.runtime, request, mode)
+        return searching.add_neighbours(self._store, hits, context)
+
+    def _question(self) -> list[int]:
+        """The id of the question being asked (the newest user message), if any."""
+        newest = self._store.tail(self.scope, self.id, limit=QUESTION_LOOKBACK)
+        return next(([m.id] for m in reversed(newest) if m.role == "user"), [])
 
     def by_date(
         self,
@@ -434,7 +489,6 @@ class Session:
         """The UTC half-open range a date phrase means, in ``tz`` or the engine's time zone."""
         if isinstance(when, datetime | date):
             when = when.isoformat()
-        from engram import dates  # date phrases: only the date-based reads need them
 
         zone = self.runtime.tz if tz is None else tz
         return dates.parse_when(when, now=datetime.now(UTC), tz=zone)

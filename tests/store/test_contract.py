@@ -277,10 +277,12 @@ class TestBetween:
 class TestSearch:
     def test_stemming(self, store: Store) -> None:
         add(store, "p", "s", "We will decide tomorrow", "The price is right", "unrelated")
-        assert [h.message.content for h in store.search("p", "decided")] == [
+        # The turns after a match hold it in their neighbour context: they rank below it.
+        assert next(h.message.content for h in store.search("p", "decided")) == (
             "We will decide tomorrow"
-        ]
-        assert [h.message.content for h in store.search("p", "prices")] == ["The price is right"]
+        )
+        assert next(h.message.content for h in store.search("p", "prices")) == "The price is right"
+        assert store.search("p", "zzz") == []
 
     def test_snippet_marks_matches(self, store: Store) -> None:
         add(store, "p", "s", "We agreed the price is 40 dollars")
@@ -349,11 +351,11 @@ class TestSearch:
             'we said "quoted" star* NEAR(alpha beta) pricing AND zebra 50% snake_case '
             "(unbalanced -minus key:value col:content DROP TABLE {curly} [square] ^caret"
         )
-        add(store, "p", "s", text, "nothing relevant here")
+        add(store, "p", "s", "nothing relevant here", text)
         hits = store.search("p", query)
         assert [h.message.content for h in hits] == [text], query
         assert expected in hits[0].message.content.lower()
-        assert store.tail("p", "s", limit=5)[0].content == text  # nothing was dropped
+        assert store.tail("p", "s", limit=5)[-1].content == text  # nothing was dropped
 
     @pytest.mark.parametrize("query", ["", "   ", "%", "_", "*", '"', "()", "---", ":", "🎉"])
     def test_no_searchable_word_no_hit(self, store: Store, query: str) -> None:
@@ -367,7 +369,7 @@ class TestSearch:
 
     def test_unicode_words(self, store: Store) -> None:
         add(store, "p", "s", "Le café était fermé", "日本語のテスト")
-        assert [h.message.content for h in store.search("p", "café")] == ["Le café était fermé"]
+        assert next(h.message.content for h in store.search("p", "café")) == "Le café était fermé"
 
 
 class TestState:
@@ -600,7 +602,7 @@ class TestPersistence:
             state = reopened.load_state("p", "s", "compaction")
             assert state is not None and state.data == {"v": 1}
             assert reopened.list_memories("p") == [memory]
-            assert [h.message.content for h in reopened.search("p", "persist")] == ["persist me"]
+            assert next(h.message.content for h in reopened.search("p", "persist")) == "persist me"
             (later,) = add(reopened, "p", "s", "after reopen")
             assert later.id > stored[-1].id
         finally:

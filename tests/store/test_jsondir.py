@@ -8,6 +8,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -176,8 +177,34 @@ class TestSearch:
             "p", "s", [msg("The cats are running"), msg("a dog"), msg("one cat")], [1, 1, 1]
         )
         hits = store.search("p", "cat runs")
-        assert [h.message.content for h in hits] == ["The cats are running", "one cat"]
+        # "a dog" follows a match: found by its neighbour context, ranked after both.
+        assert [h.message.content for h in hits] == ["The cats are running", "one cat", "a dog"]
         assert hits[0].snippet == "The [cats] are [running]"
+
+    def test_index_follows_writes_of_another_store(self, store: JsonDirStore, root: Path) -> None:
+        store.append("p", "s", [msg("first walrus")], [1])
+        assert len(store.search("p", "walrus")) == 1  # the index is built
+        other = JsonDirStore(root)  # another process, as far as the files can tell
+        other.append("p", "s", [msg("second walrus")], [1])
+        store.append("p", "s", [msg("third walrus")], [1])
+        found = {h.message.content for h in store.search("p", "walrus")}
+        assert found == {"first walrus", "second walrus", "third walrus"}
+        assert store.delete_session("p", "s") and store.search("p", "walrus") == []
+
+    def test_search_does_not_reparse_unchanged_documents(self, store: JsonDirStore) -> None:
+        store.append("p", "s", [msg(f"note {i} about otters") for i in range(50)], [1] * 50)
+        store.search("p", "otters")
+        calls = []
+        original = store._messages
+
+        def counting(scope: str, session: str) -> Any:
+            calls.append(session)
+            return original(scope, session)
+
+        store._messages = counting  # type: ignore[method-assign]
+        store.append("p", "s", [msg("one more otter")], [1])
+        assert store.search("p", "otter")[0].message.content == "one more otter"
+        assert calls == [session for session in calls if session != "s"]  # s was not re-read
 
 
 WORKER = r"""

@@ -91,6 +91,9 @@ class FakeSession:
         start: datetime | None = None,
         end: datetime | None = None,
         all_sessions: bool = False,
+        context: int = 0,
+        exclude_visible: bool = False,
+        exclude_question: bool = False,
     ) -> list[SearchHit]:
         self.calls.append(
             ("search", {"query": query, "limit": limit, "roles": roles, "start": start, "end": end})

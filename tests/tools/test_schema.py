@@ -69,7 +69,7 @@ class TestFlavors:
         (schema,) = schemas("anthropic", names=["search_history"])
         props = schema["input_schema"]["properties"]
         assert schema["input_schema"]["required"] == ["query"]
-        assert list(props) == ["query", "limit", "role", "date", "all_sessions"]
+        assert list(props) == ["query", "limit", "role", "date", "all_sessions", "context"]
         assert props["limit"] == {
             "type": "integer",
             "description": "Most results to return.",

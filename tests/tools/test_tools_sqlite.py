@@ -64,7 +64,9 @@ class TestOnSQLite:
 
     def test_search_with_a_date(self, chat: Any) -> None:
         answer = call(chat, "search_history", query="pricing", date="2025-03-04")
-        assert [r["created_at"][:10] for r in answer["results"]] == ["2025-03-04"]
+        assert {r["created_at"][:10] for r in answer["results"]} == {"2025-03-04"}
+        # The decision first; its reply follows on its neighbour context (the decision).
+        assert "[pricing]" in answer["results"][0]["snippet"]
 
     @pytest.mark.parametrize(
         "query",

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeGuard, runtime_checkable
+from zoneinfo import ZoneInfo
 
 from engram.limits import MAX_PAGE as MAX_PAGE  # most rows a read returns
 from engram.models import (
@@ -42,6 +43,7 @@ from engram.models import (
     StateRecord,
     UsageRecord,
 )
+from engram.search_query import SearchQuery
 
 
 @runtime_checkable
@@ -261,3 +263,39 @@ def can_edit(store: object) -> TypeGuard[MessageEditor]:
     return callable(getattr(store, "delete_messages", None)) and callable(
         getattr(store, "delete_scope", None)
     )
+
+
+@runtime_checkable
+class PlannedSearch(Protocol):
+    """A store whose search takes a :class:`~engram.search_query.SearchQuery` plan.
+
+    Such a store indexes each message's neighbour context and date words at
+    append (in :attr:`zone`), lists each session's participants, and honours
+    every field of the plan (speakers, date boost, exclusions, weights).
+    """
+
+    #: Time zone of the date words indexed at append (the engine sets its own).
+    zone: ZoneInfo
+
+    def speakers(self, scope: str, session: str | None = None) -> list[str]:
+        """Names of the participants of a session (or of every session of the scope)."""
+        ...
+
+    def search(
+        self,
+        scope: str,
+        query: str | SearchQuery,
+        *,
+        session: str | None = None,
+        roles: Sequence[str] | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 10,
+    ) -> list[SearchHit]:
+        """Full-text search with a plan (or plain text), best first."""
+        ...
+
+
+def plans_search(store: object) -> TypeGuard[PlannedSearch]:
+    """True when ``store`` takes search plans (see :class:`PlannedSearch`)."""
+    return callable(getattr(store, "speakers", None)) and hasattr(store, "zone")

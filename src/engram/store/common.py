@@ -7,14 +7,12 @@ of them live here once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from engram.models import JSON, Message
-from engram.search_query import terms as extract_terms
+from engram.models import JSON
 from engram.store.base import MAX_PAGE
-from engram.store.snippets import Stemmer, score_message
 
 
 def now() -> datetime:
@@ -66,39 +64,3 @@ def split_audit_event(event: Mapping[str, Any]) -> tuple[JSON, datetime]:
     body = dict(event)
     body.pop("id", None)
     return body, audit_time(body.pop("at", None))
-
-
-def scan_search(
-    messages: Iterable[Message],
-    query: str,
-    *,
-    roles: Sequence[str] | None,
-    start: datetime | None,
-    end: datetime | None,
-    limit: int,
-) -> list[tuple[float, Message, str]]:
-    """Search by scan for the backends without an index: ``(score, message, snippet)``.
-
-    Any query word matches on its stem, in content or speaker name; best
-    first, ties newest first; ``start <= created_at < end``.
-    """
-    stemmer = Stemmer()
-    wanted = stemmer.stems(extract_terms(query))
-    if not wanted or clamp(limit) == 0:
-        return []
-    wanted_roles = set(roles) if roles is not None else None
-    low = utc(start) if start is not None else None
-    high = utc(end) if end is not None else None
-    scored: list[tuple[float, int, Message, str]] = []
-    for message in messages:
-        if wanted_roles is not None and message.role not in wanted_roles:
-            continue
-        if (low is not None and message.created_at < low) or (
-            high is not None and message.created_at >= high
-        ):
-            continue
-        hit = score_message(stemmer, wanted, message)
-        if hit is not None:
-            scored.append((hit[0], message.id, message, hit[1]))
-    scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
-    return [(score, message, snippet) for score, _, message, snippet in scored[: clamp(limit)]]

@@ -36,8 +36,10 @@ import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from engram.errors import ConfigError, CorruptedData, StoreError
 from engram.models import (
@@ -49,25 +51,57 @@ from engram.models import (
     StateRecord,
     frozen_metadata,
 )
-from engram.store import jsondoc
+from engram.search_index import index_zone
+from engram.search_query import SearchQuery
+from engram.store import jsondir_search, jsondoc
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import now as _now
-from engram.store.common import scan_search
 from engram.store.common import utc as _utc
 from engram.store.jsondir_files import SCOPE_FILE, SESSIONS_DIR, JsonDirFiles, fsync_dir
 from engram.store.jsondir_keys import JsonDirApiKeys
 from engram.store.jsondir_scope import JsonDirScopeData
+from engram.store.jsondir_search import JsonDirIndexes, SessionIndex
 
 
 class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
     """The :class:`~engram.store.base.Store` over a directory of JSON documents."""
 
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        url: str | None = None,
+        tz: str | ZoneInfo | None = None,
+    ) -> None:
+        """Use (and create if needed) the directory ``root``.
+
+        ``tz`` is the time zone of the date words indexed for search (default UTC).
+        """
+        super().__init__(root, url=url)
+        self._indexes = JsonDirIndexes(index_zone(tz))
+
+    @property
+    def zone(self) -> ZoneInfo:
+        """Time zone of the date words indexed for search (setting it drops the indexes)."""
+        return self._indexes.zone
+
+    @zone.setter
+    def zone(self, value: ZoneInfo) -> None:
+        if value != self._indexes.zone:
+            self._indexes = JsonDirIndexes(value)
+
+    def close(self) -> None:
+        """Nothing stays open between calls; drops the read cache and the search indexes."""
+        super().close()
+        self._indexes.clear()
+
     @classmethod
     def from_url(cls, url: str, **options: Any) -> JsonDirStore:
-        """Open ``jsondir:///absolute/path`` (or ``jsondir:relative/path``)."""
-        if options:
-            raise ConfigError(f"the jsondir backend takes no options, got {sorted(options)}")
+        """Open ``jsondir:///absolute/path`` (or ``jsondir:relative/path``); option ``tz``."""
+        unknown = set(options) - {"tz"}
+        if unknown:
+            raise ConfigError(f"the jsondir backend takes only tz, got {sorted(unknown)}")
         scheme, _, rest = url.partition(":")
         if scheme.lower() != "jsondir":
             raise ConfigError(f"not a jsondir URL: {url!r}")
@@ -75,7 +109,7 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
             rest = rest[2:]
         if not rest:
             raise ConfigError(f"jsondir URL {url!r} names no directory")
-        return cls(rest, url=url)
+        return cls(rest, url=url, **options)
 
     # -- session documents ----------------------------------------------------------
 
@@ -248,6 +282,7 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
                 raise StoreError(f"cannot delete {path}: {exc}") from exc
             fsync_dir(path.parent)
             self._cache.pop(path, None)
+            self._indexes.forget(path)
             return True
 
     def delete_messages(self, scope: str, session: str, ids: Sequence[int]) -> list[Message]:
@@ -341,7 +376,10 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
                 first_message_at=first,
                 last_message_at=last,
             )
+            path = self._session_path(scope, session)
+            before = jsondir_search.signature(path)
             self._save(info, history + stored, states)
+            self._indexes.appended(path, before, history, stored)
             return stored
 
     def _messages(self, scope: str, session: str) -> list[Message]:
@@ -400,10 +438,24 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
         rows.sort(key=lambda m: (m.created_at, m.id))
         return rows[: _clamp(limit)]
 
+    def _session_indexes(self, scope: str, session: str | None) -> list[SessionIndex]:
+        sessions = [session] if session is not None else self._session_ids(scope)
+        found = []
+        for sid in sessions:
+            path = self._session_path(scope, sid)
+            index = self._indexes.current(path, partial(self._messages, scope, sid))
+            if index is not None:
+                found.append(index)
+        return found
+
+    def speakers(self, scope: str, session: str | None = None) -> list[str]:
+        """Names of the participants of a session (or of every session of the scope)."""
+        return jsondir_search.speakers(self._session_indexes(scope, session))
+
     def search(
         self,
         scope: str,
-        query: str,
+        query: str | SearchQuery,
         *,
         session: str | None = None,
         roles: Sequence[str] | None = None,
@@ -411,19 +463,15 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
         end: datetime | None = None,
         limit: int = 10,
     ) -> list[SearchHit]:
-        """Full-text search by scan: any query word matches on its stem; best first."""
-        found = scan_search(
-            self._scope_messages(scope, session),
+        """BM25 over each session's index (content, name, context, date words); best first."""
+        return jsondir_search.search(
+            self._session_indexes(scope, session),
             query,
             roles=roles,
-            start=start,
-            end=end,
-            limit=limit,
+            start=_utc(start) if start is not None else None,
+            end=_utc(end) if end is not None else None,
+            limit=_clamp(limit),
         )
-        return [
-            SearchHit(message=message, score=score, snippet=snippet)
-            for score, message, snippet in found
-        ]
 
     # -- session state --------------------------------------------------------------
 

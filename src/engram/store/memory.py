@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from engram.errors import ConfigError
 from engram.models import (
@@ -29,12 +30,16 @@ from engram.models import (
     UsageRecord,
     frozen_metadata,
 )
+from engram.search_index import index_zone
+from engram.search_query import SearchQuery, parse
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import now as _now
-from engram.store.common import scan_search, split_audit_event
+from engram.store.common import split_audit_event
 from engram.store.common import utc as _utc
 from engram.store.memory_keys import MemoryApiKeys
+from engram.store.text_index import TextIndex, add_messages
+from engram.store.text_index import search as text_search
 from engram.store.usage_totals import usage_summary
 
 
@@ -43,6 +48,8 @@ class _Session:
     info: SessionInfo
     messages: list[Message] = field(default_factory=list)
     states: dict[str, StateRecord] = field(default_factory=dict)
+    index: TextIndex = field(default_factory=TextIndex)
+    speakers: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -74,25 +81,30 @@ def _copy(message: Message) -> Message:
 class MemoryStore(MemoryApiKeys):
     """The :class:`~engram.store.base.Store` contract in this process's memory."""
 
-    def __init__(self, name: str = "") -> None:
-        """Open the store called ``name`` (shared with other opens of the same name)."""
+    def __init__(self, name: str = "", *, tz: str | ZoneInfo | None = None) -> None:
+        """Open the store called ``name`` (shared with other opens of the same name).
+
+        ``tz`` is the time zone of the date words indexed for search (default UTC).
+        """
         with _NAMED_GUARD:
             self._data = _NAMED.setdefault(name, _Data())
         self.url = f"memory://{name}"
+        self.zone = index_zone(tz)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> MemoryStore:
-        """``memory://NAME``; no options.
+        """``memory://NAME``; the one option is ``tz`` (time zone of the date words).
 
         Raises:
-            ConfigError: not a memory URL, or an option is given.
+            ConfigError: not a memory URL, or an unknown option is given.
         """
         scheme, sep, name = url.partition("://")
         if not sep or scheme.lower() != "memory":
             raise ConfigError(f"not a memory URL: {url!r} (expected memory://NAME)")
-        if options:
-            raise ConfigError(f"unknown memory store options {sorted(options)}")
-        return cls(name)
+        unknown = set(options) - {"tz"}
+        if unknown:
+            raise ConfigError(f"unknown memory store options {sorted(unknown)}")
+        return cls(name, **options)
 
     def close(self) -> None:
         """Nothing to release: the data stays for the next open of the same name."""
@@ -168,6 +180,9 @@ class MemoryStore(MemoryApiKeys):
                     first_message_at=min(stamps, default=None),
                     last_message_at=max(stamps, default=None),
                 )
+                # Rebuilt whole: the neighbour context of later turns held the deleted text.
+                found.index, found.speakers = TextIndex(), set()
+                add_messages(found.index, found.speakers, [], found.messages, self.zone)
             return [_copy(m) for m in gone]
 
     def delete_scope(self, scope: str) -> dict[str, int]:
@@ -212,6 +227,7 @@ class MemoryStore(MemoryApiKeys):
                     self._data.ids("message", len(messages)), messages, tokens, strict=True
                 )
             ]
+            self._index(target, stored)
             target.messages.extend(stored)
             target.info = _with_totals(target.info, stored)
             return [_copy(m) for m in stored]
@@ -275,10 +291,25 @@ class MemoryStore(MemoryApiKeys):
         rows.sort(key=lambda m: (m.created_at, m.id))
         return [_copy(m) for m in rows[: _clamp(limit)]]
 
+    def _index(self, target: _Session, stored: list[Message]) -> None:
+        add_messages(target.index, target.speakers, target.messages, stored, self.zone)
+
+    def speakers(self, scope: str, session: str | None = None) -> list[str]:
+        """Names of the participants of a session (or of every session of the scope)."""
+        with self._data.lock:
+            return sorted({n for s in self._chosen(scope, session) for n in s.speakers})
+
+    def _chosen(self, scope: str, session: str | None) -> list[_Session]:
+        return [
+            s
+            for (sc, sid), s in self._data.sessions.items()
+            if sc == scope and session in (None, sid)
+        ]
+
     def search(
         self,
         scope: str,
-        query: str,
+        query: str | SearchQuery,
         *,
         session: str | None = None,
         roles: Sequence[str] | None = None,
@@ -286,14 +317,22 @@ class MemoryStore(MemoryApiKeys):
         end: datetime | None = None,
         limit: int = 10,
     ) -> list[SearchHit]:
-        """Any query word matches on its stem, in content or speaker name; best first."""
-        found = scan_search(
-            self._scope_rows(scope, session), query, roles=roles, start=start, end=end, limit=limit
-        )
-        return [
-            SearchHit(message=_copy(message), score=score, snippet=snippet)
-            for score, message, snippet in found
-        ]
+        """BM25 over the index kept at append (content, name, context, date words); best first."""
+        plan = parse(query) if isinstance(query, str) else query
+        limit = _clamp(limit)
+        if plan.empty or limit == 0:
+            return []
+        with self._data.lock:
+            chosen = [(s.index, s.messages) for s in self._chosen(scope, session)]
+            hits = text_search(
+                chosen,
+                plan,
+                roles=roles,
+                start=_utc(start) if start is not None else None,
+                end=_utc(end) if end is not None else None,
+                limit=limit,
+            )
+        return [replace(hit, message=_copy(hit.message)) for hit in hits]
 
     # -- session state ----------------------------------------------------------------
 

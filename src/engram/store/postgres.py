@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from engram.errors import ConfigError, ConnectionLost, StoreError
 from engram.jobs import JobQueue
@@ -33,12 +34,11 @@ from engram.models import (
     JSON,
     Message,
     NewMessage,
-    SearchHit,
     SessionInfo,
     StateRecord,
     frozen_metadata,
 )
-from engram.search_query import terms as extract_terms
+from engram.search_index import index_zone
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import utc as _utc
@@ -50,7 +50,6 @@ from engram.store.postgres_connection import (
     ConnectionPool,
     Json,
     Jsonb,
-    PostgresConnections,
     psycopg,
 )
 from engram.store.postgres_connection import check_on_checkout as _check
@@ -66,28 +65,38 @@ from engram.store.postgres_rows import SESSION_COLUMNS as _SESSION_COLUMNS
 from engram.store.postgres_rows import message as _message
 from engram.store.postgres_rows import session as _session
 from engram.store.postgres_scope import PostgresScopeData
-from engram.store.postgres_search import HEADLINE_OPTIONS, search_hits, search_sql
+from engram.store.postgres_search import PostgresSearch
+from engram.store.postgres_search import index_values as _index_values
+from engram.store.postgres_search import record_speakers as _record_speakers
+from engram.store.postgres_vectors import PostgresVectors
 
-_OPTIONS = frozenset({"min_size", "max_size", "timeout", "migrate_schema"})
+_OPTIONS = frozenset({"min_size", "max_size", "timeout", "migrate_schema", "tz"})
 
 #: A batch of messages in one statement: parallel arrays, inserted in batch order.
 _APPEND_SQL = """
     INSERT INTO messages (scope, session, role, content, name, tool_calls, tool_call_id,
-                          created_at, tokens, metadata)
+                          created_at, tokens, metadata, search_context, search_dates,
+                          search_flags)
     SELECT %(scope)s, %(session)s, b.role, b.content, b.name, b.tool_calls, b.tool_call_id,
-           b.created_at, b.tokens, b.metadata
+           b.created_at, b.tokens, b.metadata, b.context, b.dates, b.flags
     FROM unnest(%(role)s::text[], %(content)s::text[], %(name)s::text[], %(tool_calls)s::json[],
                 %(tool_call_id)s::text[], %(created_at)s::timestamptz[], %(tokens)s::integer[],
-                %(metadata)s::jsonb[])
+                %(metadata)s::jsonb[], %(context)s::text[], %(dates)s::text[],
+                %(flags)s::integer[])
          WITH ORDINALITY AS b(role, content, name, tool_calls, tool_call_id, created_at, tokens,
-                              metadata, ord)
+                              metadata, context, dates, flags, ord)
     ORDER BY b.ord
     RETURNING id
 """
 
 
 class PostgresStore(
-    PostgresEdits, PostgresScopeData, PostgresApiKeys, PostgresLocks, PostgresConnections
+    PostgresEdits,
+    PostgresScopeData,
+    PostgresApiKeys,
+    PostgresLocks,
+    PostgresSearch,
+    PostgresVectors,
 ):
     """The :class:`~engram.store.base.Store` over PostgreSQL (psycopg 3 + a connection pool)."""
 
@@ -104,6 +113,7 @@ class PostgresStore(
         max_size: int = DEFAULT_MAX_SIZE,
         timeout: float = DEFAULT_TIMEOUT,
         migrate_schema: bool = True,
+        tz: str | ZoneInfo | None = None,
     ) -> None:
         """Open a pool on ``conninfo`` and bring the schema up to date.
 
@@ -113,6 +123,7 @@ class PostgresStore(
 
         """
         self.url = _mask(url or conninfo)
+        self.zone = index_zone(tz)
         self._timeout = timeout
         self._closed = False
         self._pool: ConnectionPool[Conn] = ConnectionPool(
@@ -148,7 +159,8 @@ class PostgresStore(
         """Open ``postgresql://user:pass@host:port/db?...`` or any libpq URI (Unix sockets too).
 
         ``options``: ``min_size``, ``max_size`` (pool bounds), ``timeout`` (seconds to
-        wait for a connection) and ``migrate_schema`` (default True).
+        wait for a connection), ``migrate_schema`` (default True) and ``tz`` (time
+        zone of the date words indexed for search, default UTC).
         """
         unknown = set(options) - _OPTIONS
         if unknown:
@@ -282,6 +294,8 @@ class PostgresStore(
             # One statement for the whole batch (a round trip per message would
             # dominate an import). Rows are inserted in ``ord`` order, so ids are drawn
             # in batch order; sorting the returned ids pairs them with the messages.
+            extra = _index_values(conn, scope, session, messages, self.zone)
+            _record_speakers(conn, scope, session, messages)
             rows = conn.execute(
                 _APPEND_SQL,
                 {
@@ -297,6 +311,9 @@ class PostgresStore(
                     "created_at": stamps,
                     "tokens": [int(count) for count in tokens],
                     "metadata": [Jsonb(frozen_metadata(m.metadata)) for m in messages],
+                    "context": [e[0] for e in extra],
+                    "dates": [e[1] for e in extra],
+                    "flags": [e[2] for e in extra],
                 },
             ).fetchall()
             ids = sorted(int(row[0]) for row in rows)
@@ -396,42 +413,6 @@ class PostgresStore(
 
         def work(conn: Conn) -> list[Message]:
             return [_message(row) for row in conn.execute(sql, params).fetchall()]
-
-        return self._read(work)
-
-    def search(
-        self,
-        scope: str,
-        query: str,
-        *,
-        session: str | None = None,
-        roles: Sequence[str] | None = None,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        limit: int = 10,
-    ) -> list[SearchHit]:
-        """Full-text search over content and speaker name, best first.
-
-        The query text is never parsed as tsquery syntax: each extracted word
-        goes through ``plainto_tsquery`` (which stems it and drops stop words)
-        and the pieces are OR-ed, so any matching word finds a message and
-        messages matching more words rank higher.
-        """
-        terms = extract_terms(query)
-        if not terms or _clamp(limit) == 0:
-            return []
-        params: dict[str, Any] = {
-            "scope": scope,
-            "limit": _clamp(limit),
-            "options": HEADLINE_OPTIONS,
-        }
-        sql = search_sql(terms, params, session=session, roles=roles, start=start, end=end)
-
-        def work(conn: Conn) -> list[SearchHit]:
-            # Never prepared: a generic plan would keep plainto_tsquery($1) as a per-row
-            # filter and guess selectivity; with the words as constants the planner
-            # folds the tsquery and estimates from the tsvector statistics.
-            return search_hits(conn.execute(sql, params, prepare=False).fetchall(), terms)
 
         return self._read(work)
 

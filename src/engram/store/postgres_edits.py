@@ -9,11 +9,13 @@ Identity ids are never handed out again.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from zoneinfo import ZoneInfo
 
 from engram.models import Message
 from engram.store.postgres_connection import Conn, PostgresConnections
 from engram.store.postgres_rows import MESSAGE_COLUMNS as _MESSAGE_COLUMNS
 from engram.store.postgres_rows import message as _message
+from engram.store.postgres_search import refresh_context
 
 _RETOTAL = """
     UPDATE sessions SET
@@ -30,6 +32,8 @@ _RETOTAL = """
 
 class PostgresEdits(PostgresConnections):
     """The :class:`~engram.store.base.MessageEditor` verbs of the PostgreSQL store."""
+
+    zone: ZoneInfo  # time zone of the date words (set by the store)
 
     def delete_messages(self, scope: str, session: str, ids: Sequence[int]) -> list[Message]:
         """Delete these messages of the session, atomically; returns those deleted, oldest first."""
@@ -49,6 +53,7 @@ class PostgresEdits(PostgresConnections):
                 (scope, session, wanted),
             ).fetchall()
             gone = sorted((_message(row) for row in rows), key=lambda m: m.id)
+            refresh_context(conn, scope, session, [m.id for m in gone], self.zone)
             if gone:
                 conn.execute(
                     _RETOTAL,

@@ -14,9 +14,13 @@ from collections.abc import Callable
 import psycopg
 
 from engram.errors import MigrationError
+from engram.search_index import CONTEXT_CHARS, CONTEXT_TURNS, FLAG_QUESTION
 
 #: Advisory-lock key taken while migrating (any constant; "engram" in ASCII).
 MIGRATION_LOCK_KEY = 0x656E6772616D
+
+#: Dimensions of a message vector (all-MiniLM-L6-v2).
+VECTOR_DIM = 384
 
 #: Characters of a message indexed for search. Punctuation (``_``, ``.``, ``@``...) splits
 #: words, as in :mod:`engram.search_query`; the cap keeps the tsvector under its 1 MB limit.
@@ -221,12 +225,104 @@ def m004_api_keys(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     )
 
 
+def m005_search_columns(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Index neighbour context and date words with their own weights; list participants.
+
+    ``messages`` gains ``search_context``, ``search_dates`` and ``search_flags``
+    (see :mod:`engram.search_index`, written at append), and ``search`` is
+    regenerated with four weights: content ``A``, context ``B``, date words
+    ``C``, name ``D``. Rows stored before get their context from the same
+    session and their date words in UTC.
+    """
+    conn.execute(
+        "ALTER TABLE messages ADD COLUMN search_context text, ADD COLUMN search_dates text,"
+        " ADD COLUMN search_flags integer NOT NULL DEFAULT 0"
+    )
+    conn.execute(
+        """
+        UPDATE messages m SET
+            search_context = coalesce((
+                SELECT string_agg(t.text, E'\n' ORDER BY t.id) FROM (
+                    SELECT p.id, left(p.content, %(chars)s) AS text FROM messages p
+                    WHERE p.scope = m.scope AND p.session = m.session AND p.id < m.id
+                      AND p.role IN ('user', 'assistant') AND btrim(p.content) <> ''
+                    ORDER BY p.id DESC LIMIT %(turns)s) t), ''),
+            search_dates = lower(to_char(m.created_at AT TIME ZONE 'UTC',
+                                         'FMDD FMMonth YYYY FMDay')),
+            search_flags = CASE WHEN rtrim(m.content) LIKE '%%?' THEN %(question)s ELSE 0 END
+        """,
+        {"chars": CONTEXT_CHARS, "turns": CONTEXT_TURNS, "question": FLAG_QUESTION},
+    )
+    conn.execute("ALTER TABLE messages DROP COLUMN search")
+    conn.execute(
+        f"""
+        ALTER TABLE messages ADD COLUMN search tsvector GENERATED ALWAYS AS (
+            setweight(to_tsvector('engram_english'::regconfig, regexp_replace(
+                left(coalesce(content, ''), {SEARCHED_CHARS}), '[[:punct:]]', ' ', 'g')
+            ), 'A') ||
+            setweight(to_tsvector('engram_english'::regconfig, regexp_replace(
+                coalesce(search_context, ''), '[[:punct:]]', ' ', 'g')), 'B') ||
+            setweight(to_tsvector('engram_english'::regconfig,
+                coalesce(search_dates, '')), 'C') ||
+            setweight(to_tsvector('engram_english'::regconfig, regexp_replace(
+                coalesce(name, ''), '[[:punct:]]', ' ', 'g')), 'D')
+        ) STORED
+        """
+    )
+    conn.execute("CREATE INDEX messages_search ON messages USING gin (search)")
+    conn.execute(
+        """
+        CREATE TABLE participants (
+            scope   text NOT NULL,
+            session text NOT NULL,
+            name    text NOT NULL,
+            PRIMARY KEY (scope, session, name),
+            FOREIGN KEY (scope, session) REFERENCES sessions (scope, id) ON DELETE CASCADE
+        )
+        """
+    )
+    conn.execute(
+        """
+        INSERT INTO participants (scope, session, name)
+        SELECT DISTINCT scope, session, n FROM messages,
+            LATERAL (VALUES (name), (metadata->>'speaker')) AS v(n)
+        WHERE n IS NOT NULL AND length(n) <= 64
+        ON CONFLICT DO NOTHING
+        """
+    )
+
+
+def m006_message_vectors(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """One vector per embedded message under an HNSW index (only with pgvector installed)."""
+    if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone() is None:
+        return  # no pgvector: semantic search says so; keyword search is unaffected
+    conn.execute(
+        f"""
+        CREATE TABLE message_vectors (
+            message_id bigint PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+            scope      text NOT NULL,
+            session    text NOT NULL,
+            embedding  vector({VECTOR_DIM}) NOT NULL
+        )
+        """
+    )
+    conn.execute(
+        "CREATE INDEX message_vectors_hnsw ON message_vectors"
+        " USING hnsw (embedding vector_cosine_ops)"
+    )
+    conn.execute(
+        "CREATE INDEX message_vectors_session ON message_vectors (scope, session, message_id)"
+    )
+
+
 #: Every migration, in order. Append only; never edit one that has shipped.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
     (2, "jobs", m002_jobs),
     (3, "vector", m003_vector),
     (4, "api_keys", m004_api_keys),
+    (5, "search_columns", m005_search_columns),
+    (6, "message_vectors", m006_message_vectors),
 ]
 
 

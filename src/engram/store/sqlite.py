@@ -34,14 +34,15 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from engram.errors import ConfigError, InvalidMessage, StoreError
-from engram.models import JSON, Message, NewMessage, SearchHit, SessionInfo, StateRecord
-from engram.search_query import terms
+from engram.models import JSON, Message, NewMessage, SessionInfo, StateRecord
+from engram.search_index import index_zone
 from engram.store.common import clamp as _clamp
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
-from engram.store.sqlite_connection import BUSY_TIMEOUT_MS, SQLiteConnections
+from engram.store.sqlite_connection import BUSY_TIMEOUT_MS
 from engram.store.sqlite_connection import guarded as _guarded
 from engram.store.sqlite_edits import SQLiteEdits
 from engram.store.sqlite_keys import SQLiteApiKeys
@@ -59,8 +60,14 @@ from engram.store.sqlite_rows import roles_clause as _roles_clause
 from engram.store.sqlite_rows import session_info as _session_info
 from engram.store.sqlite_rows import ts as _ts
 from engram.store.sqlite_scope import SQLiteScopeData
-from engram.store.sqlite_search import BM25_WEIGHTS, SNIPPET_TOKENS
-from engram.store.sqlite_search import search as search_fts
+from engram.store.sqlite_search import (
+    BM25_WEIGHTS,
+    SNIPPET_TOKENS,
+    SQLiteSearch,
+    index_values,
+    record_speakers,
+)
+from engram.store.sqlite_vectors import SQLiteVectors
 
 _MAX_ID = 2**63 - 1
 _MEMORY_PATHS = frozenset({"", ":memory:"})
@@ -78,14 +85,16 @@ _PAGE = (
 )
 _INSERT_MESSAGE = (
     "INSERT INTO messages(session_id, created_at, role, content, name, tool_calls,"
-    " tool_call_id, metadata, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " tool_call_id, metadata, tokens, search_context, search_dates, search_flags)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # The index entries of new messages are written by the store, not by a trigger (see
 # sqlite_migrations.m002_index_inserts_explicitly): one statement per append.
-_INDEX_ONE = "INSERT INTO messages_fts(rowid, content, name) VALUES (?, ?, ?)"
+_FTS = "content, name, search_context, search_dates"
+_INDEX_ONE = f"INSERT INTO messages_fts(rowid, {_FTS}) VALUES (?, ?, ?, ?, ?)"
 _INDEX_RANGE = (
-    "INSERT INTO messages_fts(rowid, content, name)"
-    " SELECT id, content, name FROM messages WHERE id BETWEEN ? AND ?"
+    f"INSERT INTO messages_fts(rowid, {_FTS}) SELECT id, {_FTS} FROM messages"
+    " WHERE id BETWEEN ? AND ?"
 )
 _UPDATE_TOTALS = """UPDATE sessions SET
     message_count = message_count + ?1,
@@ -98,7 +107,7 @@ _UPDATE_TOTALS = """UPDATE sessions SET
 WHERE id = ?6"""
 
 
-class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteConnections):
+class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQLiteVectors):
     """The :class:`~engram.store.base.Store` on one SQLite file (or ``:memory:``).
 
     Open with ``SQLiteStore.from_url("sqlite:///path.db")`` or
@@ -114,6 +123,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteConnections
         *,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         url: str | None = None,
+        tz: str | ZoneInfo | None = None,
     ) -> None:
         """Open (creating and migrating if needed) the database at ``path``.
 
@@ -121,6 +131,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteConnections
             path: file path, or ``":memory:"`` for a private in-memory database.
             busy_timeout_ms: how long a write waits for another process's lock.
             url: the URL to report as :attr:`url` (defaults to one built from path).
+            tz: time zone of the date words indexed for search (default UTC).
 
         Raises:
             ConfigError: the directory does not exist or the path is a directory.
@@ -143,6 +154,9 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteConnections
                 f"busy_timeout_ms must be a non-negative integer, not {busy_timeout_ms!r}"
             )
         self.url = url or f"sqlite:///{self.path or ':memory:'}"
+        self.zone = index_zone(tz)
+        self._matrices = {}
+        self._matrices_lock = threading.Lock()
         self._busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
@@ -168,7 +182,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteConnections
 
         Args:
             url: the store URL (``sqlite://`` alone also means in-memory).
-            **options: ``busy_timeout_ms`` (int).
+            **options: ``busy_timeout_ms`` (int), ``tz`` (time zone of the date words).
 
         Raises:
             ConfigError: the URL is not an SQLite URL, or an option is unknown.
@@ -176,7 +190,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteConnections
         scheme, sep, rest = url.partition("://")
         if not sep or scheme.lower().split("+", 1)[0] != "sqlite":
             raise ConfigError(f"not an SQLite URL: {url!r} (expected sqlite:///path.db)")
-        unknown = set(options) - {"busy_timeout_ms"}
+        unknown = set(options) - {"busy_timeout_ms", "tz"}
         if unknown:
             raise ConfigError(f"unknown SQLite store options {sorted(unknown)} for {url!r}")
         if rest == "":
@@ -279,8 +293,12 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteConnections
                 # the foreign_keys pragma, and the FTS trigger runs for each message.
                 tx.conn.execute("DELETE FROM messages WHERE session_id = ?", (pk,))
                 tx.conn.execute("DELETE FROM session_state WHERE session_id = ?", (pk,))
+                tx.conn.execute("DELETE FROM participants WHERE session_id = ?", (pk,))
+                tx.conn.execute("DELETE FROM message_vectors WHERE session_id = ?", (pk,))
                 tx.conn.execute("DELETE FROM sessions WHERE id = ?", (pk,))
         self._sessions.pop((scope, session), None)
+        if pk is not None:
+            self._forget_vectors(pk)
         return pk is not None
 
     # -- messages ----------------------------------------------------------------------
@@ -323,6 +341,9 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteConnections
                     self._sessions.pop(key, None)
                     pk = self._session_for_write(tx, scope, session, totals[-1])
                     conn.execute(_UPDATE_TOTALS, (*totals, pk))
+                extra = index_values(conn, pk, messages, self.zone)
+                rows = [(*row, *more) for row, more in zip(rows, extra, strict=True)]
+                record_speakers(conn, pk, messages)
                 ids = self._insert_messages(conn, pk, rows)
         except UnicodeEncodeError as exc:
             raise InvalidMessage(f"a message holds text that is not valid Unicode: {exc}") from exc
@@ -357,7 +378,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteConnections
             row = rows[0]
             mid = conn.execute(_INSERT_MESSAGE, (pk, *row)).lastrowid
             assert mid is not None
-            conn.execute(_INDEX_ONE, (mid, row[2], row[3]))
+            conn.execute(_INDEX_ONE, (mid, row[2], row[3], row[8], row[9]))
             return [mid]
         conn.executemany(_INSERT_MESSAGE, [(pk, *row) for row in rows])
         last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
@@ -453,80 +474,6 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteConnections
             (scope_pk, lo, hi, *role_params, limit),
         ).fetchall()
         return [_message(scope, row[9], row) for row in rows]
-
-    @_guarded
-    def search(
-        self,
-        scope: str,
-        query: str,
-        *,
-        session: str | None = None,
-        roles: Sequence[str] | None = None,
-        start: datetime | None = None,
-        end: datetime | None = None,
-        limit: int = 10,
-    ) -> list[SearchHit]:
-        """Full-text search, best first. ``query`` is plain user text, never query syntax.
-
-        Words are matched on their stems (Porter) in the content and in the
-        speaker's name, ranked by BM25 with content weighted over name. Messages
-        holding every word come first; then, if there is room, messages holding
-        some of them (see :mod:`engram.search_query`). Snippets mark matches with
-        ``[`` and ``]``. A query with no searchable word returns no hit.
-        """
-        words = terms(query)
-        limit = _clamp(limit)
-        if not words or limit == 0:
-            return []
-        conn = self._conn()
-        where, params = _roles_clause("m.role", roles)
-        if start is not None:
-            where += " AND m.created_at >= ?"
-            params.append(_ts(start))
-        if end is not None:
-            where += " AND m.created_at < ?"
-            params.append(_ts(end))
-        if session is None:
-            scope_pk = self._scope_pk(conn, scope)
-            if scope_pk is None:
-                return []
-            return search_fts(
-                conn,
-                scope,
-                words,
-                session=None,
-                where=" AND m.session_id IN (SELECT id FROM sessions WHERE scope_id = ?)" + where,
-                params=[scope_pk, *params],
-                limit=limit,
-            )
-        key = (scope, session)
-        pk = self._sessions.get(key)
-        for attempt in range(2):
-            if pk is None:
-                pk = self._lookup_session(conn, scope, session)
-                if pk is None:
-                    self._sessions.pop(key, None)
-                    return []
-                self._sessions[key] = pk
-            hits = search_fts(
-                conn,
-                scope,
-                words,
-                session=session,
-                where=" AND m.session_id = ?" + where,
-                params=[pk, *params],
-                limit=limit,
-            )
-            if hits or attempt:
-                return hits
-            # No hit with a cached id: it may be stale (the session purged, maybe
-            # re-created, through another store on the file). Look it up once more.
-            fresh = self._lookup_session(conn, scope, session)
-            if fresh == pk:
-                return hits
-            pk = fresh
-            self._sessions.pop(key, None)
-        return []
 
     # -- session state ------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ deleted id is never handed out again.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from zoneinfo import ZoneInfo
 
 from engram.models import Message
 from engram.store.sqlite_connection import SQLiteConnections
@@ -18,6 +19,7 @@ from engram.store.sqlite_rows import MSG_COLUMNS as _MSG
 from engram.store.sqlite_rows import message as _message
 from engram.store.sqlite_rows import now as _now
 from engram.store.sqlite_rows import ts as _ts
+from engram.store.sqlite_search import refresh_context
 
 #: Ids per ``IN (...)`` list: well under SQLite's limit on bound parameters.
 _CHUNK = 500
@@ -35,6 +37,8 @@ _SESSIONS_OF = "(SELECT id FROM sessions WHERE scope_id = ?)"
 
 class SQLiteEdits(SQLiteConnections):
     """The :class:`~engram.store.base.MessageEditor` verbs of the SQLite store."""
+
+    zone: ZoneInfo  # time zone of the date words (set by the store)
 
     @_guarded
     def delete_messages(self, scope: str, session: str, ids: Sequence[int]) -> list[Message]:
@@ -58,6 +62,7 @@ class SQLiteEdits(SQLiteConnections):
                     f"DELETE FROM messages WHERE session_id = ? AND id IN ({marks})", (pk, *chunk)
                 )
             gone = sorted((_message(scope, session, row) for row in rows), key=lambda m: m.id)
+            refresh_context(tx.conn, pk, [m.id for m in gone], self.zone)
             if gone:
                 tx.conn.execute(_RETOTAL, (len(gone), sum(m.tokens for m in gone), _ts(_now()), pk))
         return gone

@@ -39,8 +39,10 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 from engram.errors import MigrationError
+from engram.search_index import CONTEXT_CHARS, CONTEXT_TURNS, FLAG_QUESTION, date_words
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -199,11 +201,100 @@ def m003_api_keys(conn: sqlite3.Connection) -> None:
     )
 
 
+def m004_search_columns(conn: sqlite3.Connection) -> None:
+    """Index each message's neighbour context and date words, and flag what search skips.
+
+    ``messages`` gains ``search_context`` (the previous two turns of the session),
+    ``search_dates`` (the day as words) and ``search_flags`` (see
+    :mod:`engram.search_index`), all written at append; ``participants``
+    lists each session's speakers (names and metadata ``speaker``). ``messages_fts`` is
+    rebuilt over ``(content, name, search_context, search_dates)``. Rows stored
+    before this migration get their context from the same session's rows and
+    their date words in UTC (the migration does not know the engine's zone).
+    """
+    for column in ("search_context TEXT", "search_dates TEXT"):
+        conn.execute(f"ALTER TABLE messages ADD COLUMN {column}")
+    conn.execute("ALTER TABLE messages ADD COLUMN search_flags INTEGER NOT NULL DEFAULT 0")
+    conn.create_function("engram_date_words", 1, _utc_date_words, deterministic=True)
+    conn.execute(
+        """WITH turns AS (
+            SELECT id, session_id, substr(content, 1, ?1) AS text FROM messages
+            WHERE role IN ('user', 'assistant') AND trim(content) != ''
+        ), ctx AS (
+            SELECT m.id, (SELECT group_concat(text, char(10)) FROM (
+                SELECT t.text FROM turns t WHERE t.session_id = m.session_id AND t.id < m.id
+                ORDER BY t.id DESC LIMIT ?2) ) AS context
+            FROM messages m
+        )
+        UPDATE messages SET
+            search_context = coalesce((SELECT context FROM ctx WHERE ctx.id = messages.id), ''),
+            search_dates = engram_date_words(created_at),
+            search_flags = CASE WHEN rtrim(content) LIKE '%?' THEN ?3 ELSE 0 END""",
+        (CONTEXT_CHARS, CONTEXT_TURNS, FLAG_QUESTION),
+    )
+    for statement in (
+        """CREATE TABLE participants (
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            name TEXT NOT NULL,
+            PRIMARY KEY (session_id, name)
+        ) WITHOUT ROWID""",
+        """INSERT OR IGNORE INTO participants(session_id, name)
+            SELECT DISTINCT session_id, name FROM messages WHERE name IS NOT NULL""",
+        """INSERT OR IGNORE INTO participants(session_id, name)
+            SELECT DISTINCT session_id, json_extract(metadata, '$.speaker') FROM messages
+            WHERE metadata IS NOT NULL AND json_type(metadata, '$.speaker') = 'text'""",
+        "DROP TRIGGER messages_fts_delete",
+        "DROP TRIGGER messages_fts_update",
+        "DROP TABLE messages_fts",
+        """CREATE VIRTUAL TABLE messages_fts USING fts5(
+            content, name, search_context, search_dates,
+            content='messages', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        )""",
+        "INSERT INTO messages_fts(messages_fts) VALUES ('rebuild')",
+        f"""CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, {_FTS_COLUMNS})
+            VALUES ('delete', old.id, {_old("old")});
+        END""",
+        f"""CREATE TRIGGER messages_fts_update AFTER UPDATE ON messages BEGIN
+            INSERT INTO messages_fts(messages_fts, rowid, {_FTS_COLUMNS})
+            VALUES ('delete', old.id, {_old("old")});
+            INSERT INTO messages_fts(rowid, {_FTS_COLUMNS}) VALUES (new.id, {_old("new")});
+        END""",
+    ):
+        conn.execute(statement)
+
+
+_FTS_COLUMNS = "content, name, search_context, search_dates"
+
+
+def _old(row: str) -> str:
+    return ", ".join(f"{row}.{c.strip()}" for c in _FTS_COLUMNS.split(","))
+
+
+def _utc_date_words(stamp: str) -> str:
+    return date_words(datetime.fromisoformat(stamp), ZoneInfo("UTC"))
+
+
+def m005_message_vectors(conn: sqlite3.Connection) -> None:
+    """One sentence vector per embedded message (semantic search; see ``sqlite_vectors``)."""
+    conn.execute(
+        """CREATE TABLE message_vectors (
+            message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+            session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            vector BLOB NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX message_vectors_session ON message_vectors(session_id, message_id)")
+
+
 #: Every migration, in the order it is applied. Append only: never edit or reorder.
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial,
     m002_index_inserts_explicitly,
     m003_api_keys,
+    m004_search_columns,
+    m005_message_vectors,
 )
 
 _CREATE_LEDGER = """CREATE TABLE IF NOT EXISTS _migrations (
@@ -295,5 +386,8 @@ __all__ = [
     "applied",
     "m001_initial",
     "m002_index_inserts_explicitly",
+    "m003_api_keys",
+    "m004_search_columns",
+    "m005_message_vectors",
     "migrate",
 ]

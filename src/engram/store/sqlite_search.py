@@ -1,88 +1,246 @@
-"""Full-text search of the SQLite backend: FTS5 matching, BM25 ranking, snippets.
+"""Full-text search of the SQLite backend: FTS5 matching, weighted BM25, snippets.
 
 The index is ``messages_fts`` (FTS5, Porter stemming, external content on
-``messages``). A search runs in two steps: rank the matches by BM25 with no
-snippet (SQLite evaluates the select list before sorting, and a snippet costs
-far more than a score), then fetch the winners' rows and snippets by id.
-Messages holding every word come first; then, if there is room, messages
-holding some of them (see :mod:`engram.search_query`).
+``messages``) over four columns: the message's ``content``, the speaker's
+``name``, ``search_context`` (the previous turns of the session) and
+``search_dates`` (the day as words), all written at append (see
+:mod:`engram.search_index`). A search is one OR query over the plan's terms
+and phrases (:mod:`engram.search_query`), ranked by BM25 with per-column
+weights, times rank factors: a participant the query names, a date range it
+names, and a message that only asks. Results of Engram's own retrieval tools
+and the ids the plan excludes are never returned.
 
-Ranking joins nothing but the messages: a session or scope filter is on
-``m.session_id`` (a scope's session ids are listed once per query), so each
-match costs one primary-key lookup.
+It runs in two steps: rank the matches with no snippet (a snippet costs far
+more than a score), then fetch the winners' rows and snippets by id. Ranking
+joins nothing but the messages: a session or scope filter is on
+``m.session_id``, so each match costs one primary-key lookup.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from engram.models import SearchHit
-from engram.search_query import fts5_match
+from engram.models import NewMessage, SearchHit
+from engram.search_index import FLAG_OWN_RESULT, FLAG_QUESTION, LOOKBACK, Recent, entries
+from engram.search_query import (
+    DATE_BOOST,
+    NAME_WEIGHT,
+    SPEAKER_BOOST,
+    SearchQuery,
+    fts5_query,
+    parse,
+)
+from engram.store.snippets import WHOLE_CHARS
+from engram.store.sqlite_connection import SQLiteConnections
+from engram.store.sqlite_connection import clamp as _clamp
 from engram.store.sqlite_rows import MSG_COLUMNS, message
+from engram.store.sqlite_rows import parse_ts as _parse_ts
+from engram.store.sqlite_rows import roles_clause as _roles_clause
+from engram.store.sqlite_rows import ts as _ts
 
-#: Characters of context on each side of a match in search snippets (FTS5 tokens).
-SNIPPET_TOKENS = 24
+#: Tokens of a snippet (FTS5 ``snippet``): about 64, or the whole message when shorter.
+SNIPPET_TOKENS = 64
 
-#: Column weights for ``bm25()``: content counts twice as much as the speaker's name.
-BM25_WEIGHTS = (1.0, 0.5)
+#: Column weights of ``bm25()`` by default: content, name, context, date words (the
+#: context is scored in a second ``bm25()`` call, see ``_rank``).
+BM25_WEIGHTS = (1.0, NAME_WEIGHT, 0.5, 0.5)
 
-_WEIGHTS = ", ".join(str(w) for w in BM25_WEIGHTS)
-_SNIPPET = f"snippet(messages_fts, -1, '[', ']', '…', {SNIPPET_TOKENS})"
+# A short message is shown whole (matches marked), a longer one as a snippet of its content.
+_SNIPPET = (
+    f"CASE WHEN length(m.content) <= {WHOLE_CHARS} THEN highlight(messages_fts, 0, '[', ']')"
+    f" ELSE snippet(messages_fts, 0, '[', ']', '…', {SNIPPET_TOKENS}) END"
+)
+_RECENT = (
+    "SELECT role, content, tool_calls FROM messages INDEXED BY messages_session_id"
+    " WHERE session_id = ? ORDER BY id DESC LIMIT ?"
+)
 
 
-def search(
-    conn: sqlite3.Connection,
-    scope: str,
-    words: list[str],
-    *,
-    session: str | None,
-    where: str,
-    params: Sequence[Any],
-    limit: int,
-) -> list[SearchHit]:
-    """Best hits first: every word, then (for several words) any word, ``limit`` at most.
+def index_values(
+    conn: sqlite3.Connection, pk: int, batch: Sequence[NewMessage], zone: ZoneInfo
+) -> list[tuple[str, str, int]]:
+    """``(search_context, search_dates, search_flags)`` of each message of ``batch``.
 
-    Args:
-        conn: The connection to read with.
-        scope: The scope searched (carried into the returned messages).
-        words: The searchable words of the user's query (never FTS syntax).
-        session: The session's name when ``where`` restricts to one session
-            (``m.session_id = ?``); None when it spans the scope (``where`` then
-            restricts ``m.session_id`` to the scope's sessions).
-        where: Further SQL conditions on the message ``m``, each starting with AND.
-        params: The parameters of ``where``.
-        limit: Most hits returned (at least 1).
-
+    Reads the session's newest :data:`~engram.search_index.LOOKBACK` rows once.
     """
-    hits = _ranked(conn, scope, fts5_match(words, all_terms=True), session, where, params, limit)
-    if len(words) > 1 and len(hits) < limit:
-        seen = {hit.message.id for hit in hits}
-        for hit in _ranked(conn, scope, fts5_match(words), session, where, params, limit):
-            if hit.message.id not in seen:
-                hits.append(hit)
-                if len(hits) == limit:
-                    break
-    return hits
+    rows = conn.execute(_RECENT, (pk, LOOKBACK)).fetchall()
+    previous = [Recent(r, c, json.loads(t) if t else None) for r, c, t in reversed(rows)]
+    return [(e.context, e.dates, e.flags) for e in entries(previous, batch, zone)]
 
 
-def _ranked(
+def refresh_context(
+    conn: sqlite3.Connection, pk: int, deleted: Sequence[int], zone: ZoneInfo
+) -> None:
+    """Rewrite the neighbour context of the turns after deleted messages (no deleted text stays)."""
+    for anchor in sorted(set(deleted)):
+        before = conn.execute(_AROUND_BEFORE, (pk, anchor, LOOKBACK)).fetchall()
+        after = conn.execute(_AROUND_AFTER, (pk, anchor, LOOKBACK)).fetchall()
+        if not after:
+            continue
+        previous = [
+            Recent(r, c, json.loads(t) if t else None) for _, r, c, t, _ in reversed(before)
+        ]
+        following = [
+            NewMessage(
+                role=r, content=c, created_at=_parse_ts(at), tool_calls=json.loads(t) if t else None
+            )
+            for _, r, c, t, at in after
+        ]
+        for (mid, *_), entry in zip(after, entries(previous, following, zone), strict=True):
+            conn.execute(
+                "UPDATE messages SET search_context = ? WHERE id = ?", (entry.context, mid)
+            )
+
+
+_AROUND = "SELECT id, role, content, tool_calls, created_at FROM messages WHERE session_id = ?"
+_AROUND_BEFORE = _AROUND + " AND id < ? ORDER BY id DESC LIMIT ?"
+_AROUND_AFTER = _AROUND + " AND id > ? ORDER BY id LIMIT ?"
+
+
+def record_speakers(conn: sqlite3.Connection, pk: int, batch: Sequence[NewMessage]) -> None:
+    """Remember the names and metadata speakers of ``batch`` as the session's participants."""
+    names = {n for m in batch for n in (m.name, _meta_speaker(m)) if n}
+    if names:
+        conn.executemany(
+            "INSERT OR IGNORE INTO participants(session_id, name) VALUES (?, ?)",
+            [(pk, name) for name in sorted(names)],
+        )
+
+
+def _meta_speaker(m: NewMessage) -> str | None:
+    speaker = m.metadata.get("speaker") if m.metadata else None
+    return speaker if isinstance(speaker, str) and len(speaker) <= 64 else None
+
+
+class SQLiteSearch(SQLiteConnections):
+    """The search half of :class:`~engram.store.sqlite.SQLiteStore`."""
+
+    def speakers(self, scope: str, session: str | None = None) -> list[str]:
+        """Names of the participants of a session (or of every session of the scope)."""
+        conn = self._conn()
+        if session is None:
+            rows = conn.execute(
+                "SELECT DISTINCT p.name FROM participants p JOIN sessions s ON s.id = p.session_id"
+                " JOIN scopes c ON c.id = s.scope_id WHERE c.name = ? LIMIT 1000",
+                (scope,),
+            )
+        else:
+            rows = conn.execute(
+                "SELECT p.name FROM participants p JOIN sessions s ON s.id = p.session_id"
+                " JOIN scopes c ON c.id = s.scope_id WHERE c.name = ? AND s.external_id = ?"
+                " LIMIT 1000",
+                (scope, session),
+            )
+        return sorted({row[0] for row in rows})
+
+    def search(
+        self,
+        scope: str,
+        query: str | SearchQuery,
+        *,
+        session: str | None = None,
+        roles: Sequence[str] | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        limit: int = 10,
+    ) -> list[SearchHit]:
+        """Full-text search, best first. ``query`` is plain user text or a plan, never syntax.
+
+        Words are matched on their stems (Porter) in the content, the speaker's
+        name, the neighbour context and the date words, ranked by weighted BM25
+        times the plan's rank factors (see :mod:`engram.search_query`). Snippets
+        mark matches with ``[`` and ``]``. A query with no searchable word
+        returns no hit.
+        """
+        plan = parse(query) if isinstance(query, str) else query
+        limit = _clamp(limit)
+        if plan.empty or limit == 0:
+            return []
+        conn = self._conn()
+        where, params = _roles_clause("m.role", roles)
+        if start is not None:
+            where += " AND m.created_at >= ?"
+            params.append(_ts(start))
+        if end is not None:
+            where += " AND m.created_at < ?"
+            params.append(_ts(end))
+        if not plan.include_own_results:
+            where += f" AND (m.search_flags & {FLAG_OWN_RESULT}) = 0"
+        if plan.exclude_ids:
+            where += " AND m.id NOT IN (SELECT value FROM json_each(?))"
+            params.append("[" + ",".join(str(int(i)) for i in sorted(plan.exclude_ids)) + "]")
+        if session is None:
+            scope_pk = self._scope_pk(conn, scope)
+            if scope_pk is None:
+                return []
+            sql_where = " AND m.session_id IN (SELECT id FROM sessions WHERE scope_id = ?)"
+            return _search(conn, scope, plan, None, sql_where + where, [scope_pk, *params], limit)
+        pk = self._lookup_session(conn, scope, session)
+        if pk is None:
+            return []
+        return _search(
+            conn, scope, plan, session, " AND m.session_id = ?" + where, [pk, *params], limit
+        )
+
+
+def _rank(plan: SearchQuery) -> tuple[str, list[Any]]:
+    """The rank expression (lower is better: BM25 is negative) and its parameters."""
+    # The message's own columns, then the neighbour context scored apart: BM25 of a
+    # word sums its columns before saturating, so two turns of context would
+    # otherwise outweigh the message's own words.
+    weights = (1.0, NAME_WEIGHT, 0.0, plan.date_weight)
+    expr = "(bm25(messages_fts, " + ", ".join(repr(float(w)) for w in weights) + ")"
+    if plan.context_weight > 0:
+        expr += f" + {float(plan.context_weight)!r} * bm25(messages_fts, 0.0, 0.0, 1.0, 0.0)"
+    expr += ")"
+    params: list[Any] = []
+    if plan.speakers:
+        marks = ", ".join("?" * len(plan.speakers))
+        expr += (
+            f" * (CASE WHEN lower(m.name) IN ({marks}) OR (m.metadata IS NOT NULL AND"
+            f" lower(json_extract(m.metadata, '$.speaker')) IN ({marks}))"
+            f" THEN {SPEAKER_BOOST} ELSE 1.0 END)"
+        )
+        params += [*plan.speakers, *plan.speakers]
+    if plan.boost_start is not None and plan.boost_end is not None:
+        expr += (
+            f" * (CASE WHEN m.created_at >= ? AND m.created_at < ? THEN {DATE_BOOST} ELSE 1.0 END)"
+        )
+        params += [_ts(plan.boost_start), _ts(plan.boost_end)]
+    if plan.question_factor != 1.0:
+        expr += (
+            f" * (CASE WHEN (m.search_flags & {FLAG_QUESTION}) != 0"
+            f" THEN {float(plan.question_factor)!r} ELSE 1.0 END)"
+        )
+    return expr, params
+
+
+def _search(
     conn: sqlite3.Connection,
     scope: str,
-    match: str,
+    plan: SearchQuery,
     session: str | None,
     where: str,
     params: Sequence[Any],
     limit: int,
 ) -> list[SearchHit]:
+    columns = ["content", "name"]
+    columns += ["search_context"] if plan.context_weight > 0 else []
+    columns += ["search_dates"] if plan.date_weight > 0 else []
+    match = fts5_query(plan, columns if len(columns) < 4 else None)
+    rank, rank_params = _rank(plan)
     # CROSS JOIN: the full-text index is the outer loop, always; each match then
     # costs one primary-key lookup of its message.
     ranked = conn.execute(
-        f"SELECT m.id, bm25(messages_fts, {_WEIGHTS}) AS rank"
+        f"SELECT m.id, {rank} AS rank"
         " FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid"
         f" WHERE messages_fts MATCH ?{where} ORDER BY rank, m.id DESC LIMIT ?",
-        (match, *params, limit),
+        (*rank_params, match, *params, limit),
     ).fetchall()
     if not ranked:
         return []
@@ -109,4 +267,11 @@ def _ranked(
     ]
 
 
-__all__ = ["BM25_WEIGHTS", "SNIPPET_TOKENS", "search"]
+__all__ = [
+    "BM25_WEIGHTS",
+    "SNIPPET_TOKENS",
+    "SQLiteSearch",
+    "index_values",
+    "record_speakers",
+    "refresh_context",
+]

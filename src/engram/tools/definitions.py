@@ -4,9 +4,11 @@ Each tool is a typed function: the first parameter is the bound session
 (hidden from the model, so a model can never name another conversation or
 scope), the docstring is what the model reads. Compared with a plain chat-bot history lookup:
 
-* search is ranked full-text search (stems, BM25) instead of an unescaped
-  ``LIKE``; the query is plain text, so quotes, ``*``, ``NEAR``, ``%`` or ``_``
-  are just characters;
+* search is ranked full-text search (stems, BM25 over the message, its
+  previous turns and its date as words) instead of an unescaped ``LIKE``; the
+  query is plain text, so ``*``, ``NEAR``, ``%`` or ``_`` are just characters
+  and double quotes mark a phrase; what the model already sees, the question
+  it is answering and Engram's own earlier tool results are never returned;
 * dates go through :func:`engram.dates.parse_when` in the engine's time zone
   and an unreadable date is an error the model can read, never "today";
 * ``get_message_by_id`` only finds messages of the caller's scope; one of
@@ -25,6 +27,7 @@ from engram.checks import MAX_CONTENT_BYTES, MAX_MESSAGE_ID
 from engram.errors import InvalidQuery, MessageNotFound, NotFound
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.models import JSON, Message
+from engram.searching import MAX_NEIGHBOURS
 from engram.tools.registry import ToolSession, tool
 from engram.tools.schema import Length, Range
 
@@ -34,6 +37,8 @@ MAX_TOOL_RESULTS = 50
 MAX_QUERY_CHARS = 500
 #: Longest date phrase accepted, in characters (matches engram.dates).
 MAX_DATE_CHARS = 100
+#: Characters of a neighbouring turn shown with a search hit.
+NEIGHBOUR_CHARS = 400
 
 RoleName = Literal["system", "user", "assistant", "tool"]
 
@@ -46,12 +51,13 @@ def search_history(
     role: RoleName | None = None,
     date: Annotated[str, Length(1, MAX_DATE_CHARS)] | None = None,
     all_sessions: bool = False,
+    context: Annotated[int, Range(0, MAX_NEIGHBOURS)] = 0,
 ) -> JSON:
-    """Search earlier messages of this conversation by keywords, best matches first.
+    """Search earlier messages of this conversation, best matches first.
 
     Use it when the user refers to something discussed before that is not in
     the visible context; then quote what you find instead of guessing. Words
-    also match their plural and tense variants.
+    also match their plural and tense variants; names and dates help.
 
     Args:
         session: The bound session (hidden from the model).
@@ -61,6 +67,7 @@ def search_history(
         date: Only messages from this day or range, e.g. "2025-03-03", "yesterday",
             "monday", "last week", "3 days ago", "2025-03-01..2025-03-05".
         all_sessions: Also search the other conversations of this project.
+        context: Neighbouring messages to return around each hit.
     """
     start = end = None
     if date is not None:
@@ -72,6 +79,9 @@ def search_history(
         start=start,
         end=end,
         all_sessions=all_sessions,
+        context=context,
+        exclude_visible=True,
+        exclude_question=True,
     )
     zone = session.tz
     results = []
@@ -80,6 +90,8 @@ def search_history(
         item["snippet"] = hit.snippet or _preview(hit.message.content)
         if all_sessions:
             item["session"] = hit.message.session
+        if hit.context:
+            item["context"] = [_brief(m, zone) for m in hit.context]
         results.append(item)
     out: JSON = {"query": query}
     if start is not None and end is not None:
@@ -206,6 +218,13 @@ def _head(message: Message, zone: ZoneInfo) -> JSON:
     if message.name:
         out["name"] = message.name
     out["created_at"] = _local(message.created_at, zone)
+    return out
+
+
+def _brief(message: Message, zone: ZoneInfo) -> JSON:
+    """A neighbouring turn of a search hit: who said what, a snippet-sized view."""
+    out = _head(message, zone)
+    out["content"] = _preview(message.content, NEIGHBOUR_CHARS)
     return out
 
 

@@ -62,8 +62,11 @@ class ToolSession(Protocol):
         start: datetime | None = None,
         end: datetime | None = None,
         all_sessions: bool = False,
+        context: int = 0,
+        exclude_visible: bool = False,
+        exclude_question: bool = False,
     ) -> list[SearchHit]:
-        """Ranked full-text search."""
+        """Ranked full-text search (leaves out what the model already sees)."""
         ...
 
     def by_date(

@@ -1,0 +1,118 @@
+"""The search columns' migrations, from a blank database and from the schema before them."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from engram.models import NewMessage
+from engram.store import open_store
+from engram.store.sqlite import SQLiteStore
+from engram.store.sqlite_migrations import MIGRATIONS, migrate
+
+T0 = datetime(2023, 5, 8, 12, 0, tzinfo=UTC)  # a Monday
+OLD_ROWS = [
+    ("user", "How long have you had the dog?", "Caroline"),
+    ("assistant", "Three years now.", "Melanie"),
+    ("user", "Nice!", "Caroline"),
+]
+
+
+def _seed_old_sqlite(path: Path) -> None:
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        migrate(conn, MIGRATIONS[:3])  # the schema before the search columns
+        conn.execute("INSERT INTO scopes(name, created_at) VALUES ('p', 'x')")
+        conn.execute(
+            "INSERT INTO sessions(scope_id, external_id, created_at, updated_at)"
+            " VALUES (1, 's', 'x', 'x')"
+        )
+        for role, content, name in OLD_ROWS:
+            conn.execute(
+                "INSERT INTO messages(session_id, role, content, name, created_at, tokens)"
+                " VALUES (1, ?, ?, ?, ?, 1)",
+                (role, content, name, T0.isoformat(timespec="microseconds")),
+            )
+            conn.execute(
+                "INSERT INTO messages_fts(rowid, content, name) VALUES (last_insert_rowid(), ?, ?)",
+                (content, name),
+            )
+    finally:
+        conn.close()
+
+
+class TestSQLite:
+    def test_blank_database_has_every_column(self, tmp_path: Path) -> None:
+        with SQLiteStore(tmp_path / "blank.db") as store:
+            columns = {
+                row[1] for row in store._conn().execute("PRAGMA table_info(messages)").fetchall()
+            }
+            assert {"search_context", "search_dates", "search_flags"} <= columns
+
+    def test_old_rows_get_context_dates_and_participants(self, tmp_path: Path) -> None:
+        path = tmp_path / "old.db"
+        _seed_old_sqlite(path)
+        with SQLiteStore(path) as store:
+            # The answer is found by the question before it (its neighbour context).
+            hits = store.search("p", "how long dog")
+            assert "Three years now." in [h.message.content for h in hits]
+            # Date words of old rows (UTC) match.
+            dated = store.search("p", "monday 8 may 2023")
+            assert len(dated) == 3
+            assert store.speakers("p", "s") == ["Caroline", "Melanie"]
+            # The rebuilt index stays consistent with new rows and deletes.
+            store.append("p", "s", [NewMessage("user", "the dog barks", T0)], [1])
+            assert store._conn().execute(
+                "INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)"
+            )
+            assert store.delete_session("p", "s")
+            assert store.search("p", "dog") == []
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    try:
+        from tests.pg import fresh_postgres_url
+    except ImportError:
+        from pg import fresh_postgres_url  # type: ignore[import-not-found,no-redef]
+    yield fresh_postgres_url(request)
+
+
+@pytest.mark.postgres
+class TestPostgres:
+    def test_old_rows_get_context_dates_and_participants(self, pg_url: str) -> None:
+        import psycopg
+
+        from engram.store.postgres_migrations import MIGRATIONS as PG_MIGRATIONS
+
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(
+                "CREATE TABLE engram_migrations (version integer PRIMARY KEY,"
+                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            for version, name, step in PG_MIGRATIONS[:4]:
+                with conn.transaction():
+                    step(conn)
+                    conn.execute("INSERT INTO engram_migrations VALUES (%s, %s)", (version, name))
+            conn.execute(
+                "INSERT INTO sessions (scope, id, created_at, updated_at)"
+                " VALUES ('p', 's', now(), now())"
+            )
+            for role, content, name in OLD_ROWS:
+                conn.execute(
+                    "INSERT INTO messages (scope, session, role, content, name, created_at,"
+                    " tokens) VALUES ('p', 's', %s, %s, %s, %s, 1)",
+                    (role, content, name, T0),
+                )
+        store = open_store(pg_url)
+        try:
+            hits = store.search("p", "how long dog")
+            assert "Three years now." in [h.message.content for h in hits]
+            assert len(store.search("p", "monday 8 may 2023")) == 3
+            assert store.speakers("p", "s") == ["Caroline", "Melanie"]  # type: ignore[attr-defined]
+        finally:
+            store.close()
