@@ -511,7 +511,10 @@ def markdown(report: dict[str, Any]) -> str:
         f" each, over about two months), {quality_part['messages']} messages with the asked"
         f" questions and earlier tool results, {quality_part['questions']} labelled questions,"
         " searched over their conversation's scope (all sessions). Recall@k: an evidence turn in"
-        " the top k. Each step adds to the one above it; the last is the default search.",
+        " the top k. Each keyword step adds to the one above it; the last keyword step is the"
+        " default search. As in a real turn, the question being asked, the earlier questions and"
+        " earlier search_history results are stored in the scope: the plain baseline returns"
+        " them first. The dense rows add the MiniLM model to the default search.",
         "",
     ]
     steps = quality_part["steps"]
@@ -569,12 +572,19 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def rewrite(path: Path) -> None:
+    """Write the markdown of a saved JSON report again (after a change of wording)."""
+    report = json.loads(path.read_text())
+    path.with_suffix(".md").write_text(markdown(report))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="quality only, a small corpus")
     parser.add_argument("--backends", default="sqlite", help="latency on: sqlite,postgres")
     parser.add_argument("--out", default=str(RESULTS), help="directory of the results")
     parser.add_argument("--no-embeddings", action="store_true", help="keyword steps only")
+    parser.add_argument("--no-latency", action="store_true", help="quality only")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
@@ -587,7 +597,7 @@ def main(argv: list[str] | None = None) -> int:
                 workdir, facts, embeddings=not args.quick and not args.no_embeddings
             ),
         }
-        if not args.quick:
+        if not args.quick and not args.no_latency:
             questions = [q for c in build() for q in c.questions][:LATENCY_QUERIES]
             report["latency"] = {}
             for backend in args.backends.split(","):

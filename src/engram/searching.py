@@ -25,7 +25,6 @@ from datetime import datetime
 from functools import partial
 from zoneinfo import ZoneInfo
 
-from engram import dates
 from engram.errors import ConfigError, DateParseError
 from engram.models import Message, SearchHit
 from engram.runtime import Runtime
@@ -65,6 +64,10 @@ def date_phrase(
     Returns None when the text names no date the parser reads.
     """
     lowered = " ".join(text.lower().replace(",", " ").split())
+    if not any(p.search(lowered) for p in (_RELATIVE, _ON_WEEKDAY, _ABSOLUTE)):
+        return None
+    from engram import dates  # the date parser (and dateutil) only when a date is named
+
     for pattern, drop in ((_RELATIVE, True), (_ON_WEEKDAY, True), (_ABSOLUTE, False)):
         for found in pattern.finditer(lowered):
             phrase = found.group(1)

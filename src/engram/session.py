@@ -15,7 +15,7 @@ from concurrent.futures import Future
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
-from engram import dates, edits, searching
+from engram import edits, searching
 from engram.checks import (
     MAX_CONTENT_BYTES,
     optional_message_id,
@@ -489,6 +489,7 @@ class Session:
         """The UTC half-open range a date phrase means, in ``tz`` or the engine's time zone."""
         if isinstance(when, datetime | date):
             when = when.isoformat()
+        from engram import dates  # date phrases: only the date-based reads need them
 
         zone = self.runtime.tz if tz is None else tz
         return dates.parse_when(when, now=datetime.now(UTC), tz=zone)

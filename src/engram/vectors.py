@@ -22,7 +22,7 @@ from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from engram.errors import ConfigError
 from engram.models import Message, SearchHit
-from engram.search_query import parse
+from engram.search_query import QUESTION_FACTOR, parse
 from engram.store.snippets import Stemmer, highlight
 
 #: Weight of the dense (semantic) side in hybrid search; BM25 gets the rest.
@@ -113,11 +113,14 @@ def dense_hits(
         message = fetch(mid)
         if message is None or not keep(message):
             continue
+        if message.content.rstrip().endswith("?"):
+            # As in keyword search, a message that asks ranks below one that answers:
+            # earlier questions are the nearest neighbours of a question.
+            similarity *= QUESTION_FACTOR
         snippet = highlight(message.content, stemmer.words(message.content), wanted)
         hits.append(SearchHit(message=message, score=similarity, snippet=snippet))
-        if len(hits) == limit:
-            break
-    return hits
+    hits.sort(key=lambda hit: (-hit.score, -hit.message.id))
+    return hits[:limit]
 
 
 def fuse(
