@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 import engram
+from benchmarks.prompt_cache import PrefixMeter
 from engram.compaction.cycle import plan_state, unfolded
 from engram.compaction.planner import plan_compaction, rows_from_messages
 from engram.llm.client import LLMClient
@@ -273,10 +274,11 @@ class _Curve:
     planning_us: list[float | None]  # rows_from_messages + plan_state + plan_compaction
     folds: list[int]  # 1 when context() saw a compaction due (sync ran it or it was scheduled)
     fixed: list[int]  # system prompt + sections (memories, important data, summary, cache...)
+    cacheable: list[int]  # tokens identical to the start of the previous turn's prompt
 
     @classmethod
     def empty(cls) -> _Curve:
-        return cls([], [], [], [], [], [], [], [], [], [], [], [])
+        return cls([], [], [], [], [], [], [], [], [], [], [], [], [])
 
 
 def _leading_sections(messages: Sequence[dict[str, Any]]) -> dict[str, int]:
@@ -325,6 +327,7 @@ def run_preset(
     violations = 0
     phase = {"store": 0.0, "context": 0.0, "wait": 0.0, "planner_probe": 0.0}
     composition: dict[str, int] = {}
+    meter = PrefixMeter()
     started = time.perf_counter()
     try:
         session = mem.session(SESSION, scope=SCOPE, policy=name)
@@ -422,6 +425,7 @@ def run_preset(
             if ctx.tokens > budget - reserve:
                 violations += 1
             curve.sent.append(ctx.tokens)
+            curve.cacheable.append(meter.add(ctx.messages, ctx.tokens))
             curve.history.append(history)
             curve.prompt_messages.append(len(ctx.messages))
             curve.pending.append(int(ctx.pending_compaction))
@@ -465,6 +469,14 @@ def run_preset(
     all_plan = [p for p in curve.plan_us if p is not None]
     quiet_planning = [p for i in quiet if (p := curve.planning_us[i]) is not None]
     over_budget = [i for i, h in enumerate(curve.history) if h > budget - reserve]
+    # Between compactions: no compaction committed around this turn or the one before it.
+    between = [
+        i
+        for i in range(1, len(curve.sent))
+        if not curve.compacted[i - 1]
+        and not curve.compacted[i]
+        and curve.summary_version[i - 1] == curve.summary_version[i]
+    ]
     return {
         "preset": name,
         "label": label,
@@ -500,6 +512,10 @@ def run_preset(
             "turns_degraded": sum(curve.degraded),
         },
         "invariant_1_violations": violations,
+        "prompt_cache": {
+            "all_turns": meter.summary(),
+            "between_compactions": meter.summary(between),
+        },
         "timing": {
             "context_ms_all": _dist(curve.context_ms),
             "context_ms_no_fold": _dist(quiet_context),
@@ -514,6 +530,7 @@ def run_preset(
             "sent": curve.sent,
             "history": curve.history,
             "sections": curve.fixed,
+            "cacheable": curve.cacheable,
             "prompt_messages": curve.prompt_messages,
             "compacted": curve.compacted,
             "pending": curve.pending,
@@ -689,6 +706,36 @@ def _us(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def _cache_table(results: dict[str, Any]) -> list[str]:
+    """The prompt-cache table: the share of each prompt a provider's cache could reuse."""
+    lines = [
+        "",
+        "## Prompt cache",
+        "",
+        "Cacheable: the tokens of each prompt that are a byte-identical prefix of the previous "
+        "turn's prompt. OpenAI cached: what OpenAI would bill as cached (from 1,024 identical "
+        "leading tokens, in 128-token steps). Cost per 1,000 turns at gpt-4o-mini input prices "
+        "($0.15 per million, cached $0.075). 'Between compactions': turns with no compaction "
+        "committed around them.",
+        "",
+        "| preset | cacheable, all turns | cacheable, between compactions | OpenAI cached "
+        "| $ / 1,000 turns, no cache | $ / 1,000 turns, with cache |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, r in results["presets"].items():
+        cache = r.get("prompt_cache")
+        if cache is None:
+            continue
+        every, between = cache["all_turns"], cache["between_compactions"]
+        lines.append(
+            f"| {name} | {every['cacheable_pct']:.1f}% | {between['cacheable_pct']:.1f}% "
+            f"({between['turns']} turns) | {every['openai_cached_pct']:.1f}% | "
+            f"{every['usd_per_1000_turns_no_cache']:.4f} | "
+            f"{every['usd_per_1000_turns_with_cache']:.4f} |"
+        )
+    return lines
+
+
 def markdown(results: dict[str, Any]) -> str:
     """The tables of ``savings.md``."""
     method = results["method"]
@@ -722,6 +769,7 @@ def markdown(results: dict[str, Any]) -> str:
             f"{t['final_history']:,} | {c['compactions']} | {c['summary_version']} | "
             f"{r['invariant_1_violations']} |"
         )
+    lines += _cache_table(results)
     lines += [
         "",
         "## Time",
