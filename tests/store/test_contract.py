@@ -187,6 +187,9 @@ class TestPaging:
     def test_tail_is_newest_oldest_first(self, store: Store, ten: list[Any]) -> None:
         assert store.tail("p", "s", limit=3) == ten[-3:]
         assert store.tail("p", "s", limit=100) == ten
+        # A limit a little over the history (a negative slice start would cut it short).
+        assert store.tail("p", "s", limit=11) == ten
+        assert store.tail("p", "s", limit=5, before_id=ten[3].id) == ten[:3]
 
     def test_tail_before_id(self, store: Store, ten: list[Any]) -> None:
         assert store.tail("p", "s", limit=3, before_id=ten[5].id) == ten[2:5]

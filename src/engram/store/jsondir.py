@@ -394,7 +394,7 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
         if before_id is not None:
             rows = [m for m in rows if m.id < before_id]
         count = _clamp(limit)
-        return rows[len(rows) - count :] if count else []
+        return rows[max(0, len(rows) - count) :] if count else []
 
     def page(
         self, scope: str, session: str, *, after_id: int | None = None, limit: int = 100

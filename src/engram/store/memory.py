@@ -240,7 +240,7 @@ class MemoryStore(MemoryApiKeys):
         if before_id is not None:
             rows = [m for m in rows if m.id < before_id]
         count = _clamp(limit)
-        return [_copy(m) for m in rows[len(rows) - count :]] if count else []
+        return [_copy(m) for m in rows[max(0, len(rows) - count) :]] if count else []
 
     def page(
         self, scope: str, session: str, *, after_id: int | None = None, limit: int = 100
