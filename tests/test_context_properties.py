@@ -1,4 +1,4 @@
-"""Invariants 1-4 and 8 of DESIGN.md as properties of build_context."""
+"""Invariants 1-4 and 8 of DESIGN.md as properties of build_context (cache-aware window too)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engram import tokens
-from engram.context import Context, Section, build_context
+from engram.context import Context, HistoryTotals, Section, build_context
 from engram.models import Message
 from engram.policy import PRESETS, Policy
 
@@ -99,6 +99,9 @@ policies = st.one_of(
         max_messages=st.none() | st.integers(1, 20),
         max_window_tokens=st.none() | st.integers(1, 5_000),
         max_exchanges=st.none() | st.integers(1, 5),
+        cache_window=st.booleans(),
+        cache_chunk=st.floats(0.05, 0.5),
+        cache_chunk_messages=st.none() | st.integers(1, 30),
     ),
 )
 counters = st.sampled_from([None, STORAGE, STORAGE, APPROX, CL100K])
@@ -130,6 +133,11 @@ def cases(draw: st.DrawFn) -> dict[str, Any]:
         "policy": draw(policies),
         "sections": draw(sections),
         "floor_id": floor_id,
+        # The true stored totals (what the store keeps), or none: no cache alignment.
+        "totals": draw(
+            st.sampled_from([None, HistoryTotals(len(history), sum(m.tokens for m in history))])
+        ),
+        "merge_system": draw(st.booleans()),
     }
 
 

@@ -45,6 +45,7 @@ _OPTIONAL_POSITIVE = (
     "answer_over_bytes",
     "summary_max_bytes",
     "summary_target_bytes",
+    "cache_chunk_messages",
 )
 
 # (smaller, larger): when both are set the first must be below the second.
@@ -57,6 +58,9 @@ _ORDERED_PAIRS = (
 
 #: Budget used when neither the caller nor the policy gives one.
 DEFAULT_BUDGET = 8000
+#: Bounds of ``Policy.cache_chunk``.
+MIN_CACHE_CHUNK = 0.05
+MAX_CACHE_CHUNK = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,19 @@ class Policy:
         summary_target_bytes: Size the summary is compressed to.
         sync_compaction: Compact before building the context (blocking), not
             in the background.
+        cache_window: Keep the prompt's prefix identical from turn to turn so
+            providers' prompt caches can reuse it: the window's oldest message
+            moves in chunks instead of one message per turn. A window bound by
+            tokens (the budget or ``max_window_tokens``) then holds between
+            ``1 - cache_chunk`` and all of its room; a window bound by
+            ``max_messages`` holds between that many and that many plus
+            ``cache_chunk_messages`` (budget permitting). Off: the window always starts at the
+            oldest message that fits.
+        cache_chunk: Share of a token-bound window's room by which its start
+            moves at once (0.05 to 0.5).
+        cache_chunk_messages: Messages by which the start of a window bound
+            by ``max_messages`` moves at once (None: ``max_messages``); larger
+            means a longer cached prefix and more tokens sent.
 
     """
 
@@ -105,6 +122,9 @@ class Policy:
     summary_max_bytes: int | None = None
     summary_target_bytes: int | None = None
     sync_compaction: bool = False
+    cache_window: bool = True
+    cache_chunk: float = 0.3
+    cache_chunk_messages: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -135,6 +155,21 @@ class Policy:
             raise ConfigError(
                 f"policy {self.name!r}: sync_compaction must be true or false, "
                 f"got {self.sync_compaction!r}"
+            )
+        if not isinstance(self.cache_window, bool):
+            raise ConfigError(
+                f"policy {self.name!r}: cache_window must be true or false, "
+                f"got {self.cache_window!r}"
+            )
+        chunk = self.cache_chunk
+        if (
+            isinstance(chunk, bool)
+            or not isinstance(chunk, int | float)
+            or not (MIN_CACHE_CHUNK <= chunk <= MAX_CACHE_CHUNK)
+        ):
+            raise ConfigError(
+                f"policy {self.name!r}: cache_chunk must be a number from {MIN_CACHE_CHUNK} "
+                f"to {MAX_CACHE_CHUNK}, got {chunk!r}"
             )
         for small, large in _ORDERED_PAIRS:
             low, high = getattr(self, small), getattr(self, large)
@@ -233,6 +268,8 @@ PRESETS: dict[str, Policy] = {
             summary_max_bytes=4096,
             summary_target_bytes=3072,
             default_budget=16_000,
+            # Its rows are filtered per exchange: positions in the history would not hold.
+            cache_window=False,
         ),
     )
 }

@@ -24,7 +24,14 @@ from engram.compaction.cycle import (
 )
 from engram.compaction.planner import plan_compaction, rows_from_messages
 from engram.compaction.state import CompactionState, fresh_state
-from engram.context import Context, HistoryReader, Omission, Section, build_context
+from engram.context import (
+    Context,
+    HistoryReader,
+    HistoryTotals,
+    Omission,
+    Section,
+    build_context,
+)
 from engram.models import Message
 from engram.policy import Policy
 from engram.runtime import Runtime
@@ -61,6 +68,7 @@ class PromptRequest:
     system: str | None
     model: str | None
     compact: bool = True
+    merge_system: bool = False
 
 
 @dataclass(slots=True)
@@ -87,7 +95,13 @@ def build_prompt(
     extras = providers_for(policy), filters_for(policy), views_for(policy)
     if not policy.compacts and not any(extras):
         # The hot path of lean policies: no state is read, the builder pages the store.
-        return _build(request, policy, sections, tail_reader(runtime.store, scope, session))
+        return _build(
+            request,
+            policy,
+            sections,
+            tail_reader(runtime.store, scope, session),
+            totals=history_totals(runtime.store, scope, session, policy),
+        )
     fixed = fixed_tokens(request.system, sections)
     reads = _read(runtime.store, scope, session, policy)
     if policy.compacts:
@@ -105,7 +119,13 @@ def build_prompt(
         rows = row_filter.rows(rows, policy)
     reader = rows_reader(rows) if reads.complete else tail_reader(runtime.store, scope, session)
     ctx = _build(
-        request, policy, sections, reader, floor_id=reads.state.watermark or None, views=shown
+        request,
+        policy,
+        sections,
+        reader,
+        floor_id=reads.state.watermark or None,
+        views=shown,
+        totals=history_totals(runtime.store, scope, session, policy),
     )
     return dataclasses.replace(
         ctx,
@@ -140,6 +160,7 @@ def _build(
     *,
     floor_id: int | None = None,
     views: dict[int, str] | None = None,
+    totals: HistoryTotals | None = None,
 ) -> Context:
     return build_context(
         reader,
@@ -151,7 +172,17 @@ def _build(
         sections=sections,
         floor_id=floor_id,
         views=views or None,
+        totals=totals,
+        merge_system=request.merge_system,
     )
+
+
+def history_totals(store: Store, scope: str, session: str, policy: Policy) -> HistoryTotals | None:
+    """The session's stored totals, which a cache-aware window anchors on (else None)."""
+    if not policy.cache_window:
+        return None
+    info = store.get_session(scope, session)
+    return HistoryTotals(info.message_count, info.token_count) if info is not None else None
 
 
 def _read(store: Store, scope: str, session: str, policy: Policy) -> _Reads:

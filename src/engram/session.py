@@ -168,6 +168,7 @@ class Session:
         model: str | None = None,
         policy: Policy | str | Mapping[str, Any] | None = None,
         compact: bool = True,
+        merge_system: bool = False,
     ) -> Context:
         """The prompt for the next turn: fits ``budget - reserve`` tokens, exactly counted.
 
@@ -180,6 +181,10 @@ class Session:
         it shows the prompt the stored state gives now (a note says when a
         compaction is due). A prompt built with ``compact=True`` (a real turn)
         is recorded in the session's prompt log (:meth:`prompt_log`).
+        ``merge_system`` shows the system prompt and the sections as one
+        system message. For Anthropic, use ``ctx.to_anthropic()``; the
+        policy's ``cache_window`` keeps the prefix identical between turns so
+        providers' prompt caches can reuse it.
         """
         active = get_policy(policy) if policy is not None else self.policy
         request = PromptRequest(
@@ -188,6 +193,7 @@ class Session:
             system=system,
             model=model,
             compact=compact,
+            merge_system=merge_system,
         )
         ctx = build_prompt(self.runtime, self.scope, self.id, active, request)
         self.runtime.remember_visible(self.scope, self.id, ctx.message_ids)

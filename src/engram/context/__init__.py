@@ -17,7 +17,10 @@ given order, then the recent window. The window is chosen newest first:
    (messages, tokens, exchanges). A unit is one message, or an assistant
    message with ``tool_calls`` together with the tool results answering it,
    so a tool call and its results are never split. The window is a
-   contiguous suffix: the first unit that does not fit ends it.
+   contiguous suffix: the first unit that does not fit ends it. With the
+   policy's ``cache_window`` its start then moves to a chunk boundary of the
+   session's history, so consecutive prompts share their prefix
+   (:mod:`~engram.context.cache_window`).
 3. Tool messages whose assistant call is not in the window are dropped and
    reported: OpenAI rejects orphan tool results.
 
@@ -33,11 +36,13 @@ in the prompt depends on time, randomness or dict iteration order.
 
 Modules: :mod:`~engram.context.results` (what is returned),
 :mod:`~engram.context.costing` (token costs), :mod:`~engram.context.window`
-(reading and filling the window), :mod:`~engram.context.truncation`
+(reading and filling the window), :mod:`~engram.context.cache_window`
+(chunked window starts for prompt caches), :mod:`~engram.context.truncation`
 (head-and-tail views) and :mod:`~engram.context.builder` (the three phases).
 """
 
 from engram.context.builder import MIN_BUDGET, build_context
+from engram.context.cache_window import HistoryTotals
 from engram.context.costing import RECOUNT_CACHE_SIZE, TEXT_CACHE_SIZE
 from engram.context.results import (
     OLDER_THAN_WINDOW,
@@ -69,6 +74,7 @@ __all__ = [
     "TURN_OVER_BUDGET",
     "Context",
     "HistoryReader",
+    "HistoryTotals",
     "Omission",
     "Section",
     "build_context",

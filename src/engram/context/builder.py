@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram.context.cache_window import HistoryTotals, align_window
 from engram.context.costing import Costing
 from engram.context.results import (
     ORPHAN_TOOL_RESULT,
@@ -36,6 +37,7 @@ from engram.context.window import FIRST_CHUNK, Cursor, Window, current_turn, fil
 from engram.errors import ConfigError
 from engram.models import JSON
 from engram.policy import Policy, get_policy
+from engram.shapes import SYSTEM_JOINER
 from engram.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TokenCounter
 
 #: ``budget - reserve`` below this cannot hold a prompt at all.
@@ -69,10 +71,23 @@ class _Fixed:
     system_cost: int
     blocks: list[tuple[Section, str]]
     block_costs: list[int]
+    merge: bool = False  # shown as one system message
 
     @property
     def cost(self) -> int:
         return self.system_cost + sum(self.block_costs)
+
+    def messages(self, costing: Costing) -> tuple[list[JSON], int]:
+        """The leading system messages and their cost (one message when merged and cheaper)."""
+        texts = ([self.system_text] if self.system_text else []) + [t for _, t in self.blocks]
+        if self.merge and len(texts) > 1:
+            merged = SYSTEM_JOINER.join(texts)
+            cost = costing.system(merged)
+            # One message saves the per-message overhead; a tokenizer could in theory
+            # merge across the joins for more, so the cheaper layout is the one shown.
+            if cost <= self.cost:
+                return [{"role": "system", "content": merged}], cost
+        return [{"role": "system", "content": text} for text in texts], self.cost
 
 
 @dataclass(slots=True)
@@ -95,6 +110,8 @@ def build_context(
     sections: Sequence[Section] = (),
     floor_id: int | None = None,
     views: Mapping[int, str] | None = None,
+    totals: HistoryTotals | None = None,
+    merge_system: bool = False,
 ) -> Context:
     """Build the prompt for the next model call of one session.
 
@@ -111,6 +128,11 @@ def build_context(
             are folded into a summary).
         views: Text to show instead of the stored content, by message id
             (e.g. short views of long answers made by compaction).
+        totals: The session's stored totals; with a policy's ``cache_window``
+            the window's start then moves in chunks so the prompt's prefix
+            stays identical between turns (:mod:`engram.context.cache_window`).
+        merge_system: Show the system prompt and the sections as one system
+            message (for chat templates that refuse several).
 
     Returns:
         The context; ``tokens <= budget - reserve`` always holds.
@@ -132,6 +154,7 @@ def build_context(
         costing.system(system_text) if system_text else 0,
         blocks,
         [costing.system(text) for _, text in blocks],
+        merge=merge_system,
     )
     cursor = Cursor(read, floor_id, _first_chunk(pol, avail))
 
@@ -154,6 +177,8 @@ def build_context(
         orphan_ids=[m.id for u in turn_units for m in u.orphans],
     )
     fill_window(cursor, costing, spill, window, pol)
+    turn_rows = [m for u in turn_units for m in u.messages]
+    align_window(cursor, costing, window, turn_rows, pol, totals, room=avail - fixed.cost)
     _report_window(window, turn, report)
 
     # 3. Assemble: system, sections, window (oldest first), current turn.
@@ -225,11 +250,7 @@ def _assemble(
     reserve: int,
 ) -> Context:
     """Lay out the prompt: system, sections, window (oldest first), current turn."""
-    messages: list[JSON] = []
-    if fixed.system_text:
-        messages.append({"role": "system", "content": fixed.system_text})
-    for _, text in fixed.blocks:
-        messages.append({"role": "system", "content": text})
+    messages, fixed_cost = fixed.messages(costing)
     older = window.older
     older.reverse()
     message_ids = [m.id for m in older]
@@ -252,6 +273,7 @@ def _assemble(
             for m in older
         ]
     has_tools = window.has_tools
+    turn_start = len(messages)
     for shown in turn:
         m = shown.message
         out = m.to_openai()
@@ -267,7 +289,7 @@ def _assemble(
             has_tools = True
     return Context(
         messages=messages,
-        tokens=REPLY_PRIMING + fixed.cost + window.tokens,
+        tokens=REPLY_PRIMING + fixed_cost + window.tokens,
         budget=budget,
         reserve=reserve,
         message_ids=message_ids,
@@ -280,4 +302,5 @@ def _assemble(
         sections=[section.title for section, _ in fixed.blocks],
         viewed_ids=viewed_ids,
         degraded=report.degraded,
+        turn_start=turn_start if turn else None,
     )

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from engram.models import JSON, Message
+from engram.shapes import anthropic_prompt
 
 #: Reads one session: the newest ``limit`` messages with ``id < before_id``
 #: (all when None), oldest first. ``Store.tail`` bound to a session is one.
@@ -81,6 +82,9 @@ class Context:
         viewed_ids: Stored messages shown through a caller-given view.
         pending_compaction: Compaction is due but has not run yet.
         degraded: Why the prompt is not the normal one, or None.
+        turn_start: Index in ``messages`` where the current turn (the newest
+            user message) begins: everything before it is the stable prefix a
+            provider's prompt cache may have seen on the previous turn.
 
     """
 
@@ -99,6 +103,17 @@ class Context:
     viewed_ids: list[int] = field(default_factory=list)
     pending_compaction: bool = False
     degraded: str | None = None
+    turn_start: int | None = None
+
+    def to_anthropic(self, *, cache: bool = True) -> JSON:
+        """This prompt in Anthropic's Messages form: ``{"system": ..., "messages": [...]}``.
+
+        Tool calls become ``tool_use`` blocks and tool results ``tool_result``
+        blocks. With ``cache`` (default) ``cache_control`` breakpoints mark the
+        end of the system part and the last message before the current turn,
+        so Anthropic's prompt cache reuses what the previous turn sent.
+        """
+        return anthropic_prompt(self.messages, turn_start=self.turn_start, cache=cache)
 
     def to_dict(self) -> JSON:
         """Everything as plain JSON-ready data."""
@@ -118,4 +133,5 @@ class Context:
             "viewed_ids": list(self.viewed_ids),
             "pending_compaction": self.pending_compaction,
             "degraded": self.degraded,
+            "turn_start": self.turn_start,
         }

@@ -29,6 +29,12 @@ MAX_TURN_SCAN = 2000
 
 _UNLIMITED = 1 << 62  # a policy limit that is not set
 
+# The limit that ended a window (``Window.bound``).
+BUDGET = "budget"
+TOKENS = "max_window_tokens"
+MESSAGES = "max_messages"
+EXCHANGES = "max_exchanges"
+
 
 class Cursor:
     """Walks a session newest first, reading in chunks.
@@ -168,6 +174,8 @@ class Window:
     older: list[Message] = field(default_factory=list)  # before the current turn, newest first
     has_tools: bool = False
     reason: str | None = None  # OLDER_THAN_WINDOW or OVER_BUDGET when something was left out
+    bound: str | None = None  # the limit that ended it: BUDGET, TOKENS, MESSAGES or EXCHANGES
+    pending: Unit | None = None  # the unit that did not fit, read but not taken
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,9 +251,11 @@ def _take_plain(buf: list[Message], window: Window, limits: _Limits) -> None:
         cost = m.tokens
         if count >= max_messages or tokens + cost > max_tokens or exchanges >= max_exchanges:
             window.reason = OLDER_THAN_WINDOW
+            window.bound = _cap(count + 1, tokens + cost, exchanges, limits)
             break
         if cost > remaining:
             window.reason = OVER_BUDGET
+            window.bound = BUDGET
             break
         i -= 1
         older.append(m)
@@ -267,21 +277,30 @@ def _take_plain(buf: list[Message], window: Window, limits: _Limits) -> None:
     window.has_tools = has_tools
 
 
+def _cap(count: int, tokens: int, exchanges: int, limits: _Limits) -> str | None:
+    """The policy limit a window of this size would break, or None."""
+    if count > limits.max_messages:
+        return MESSAGES
+    if tokens > limits.max_tokens:
+        return TOKENS
+    if exchanges >= limits.max_exchanges:
+        return EXCHANGES
+    return None
+
+
 def _take_unit(unit: Unit, window: Window, limits: _Limits) -> bool:
     """Add ``unit`` to the window; False (and ``window.reason`` set) when it does not fit."""
     members, cost = unit.messages, unit.cost
     if not members:  # orphans at the very start of the candidates
         window.orphan_ids.extend(m.id for m in unit.orphans)
         return True
-    if (
-        window.count + len(members) > limits.max_messages
-        or window.tokens + cost > limits.max_tokens
-        or window.exchanges >= limits.max_exchanges
-    ):
-        window.reason = OLDER_THAN_WINDOW
-        return False
-    if cost > window.remaining:
-        window.reason = OVER_BUDGET
+    bound = _cap(window.count + len(members), window.tokens + cost, window.exchanges, limits)
+    if bound is None and cost > window.remaining:
+        bound = BUDGET
+    if bound is not None:
+        window.reason = OVER_BUDGET if bound == BUDGET else OLDER_THAN_WINDOW
+        window.bound = bound
+        window.pending = unit
         return False
     window.older.extend(reversed(members))
     if unit.orphans:
