@@ -117,3 +117,52 @@ class PrefixMeter:
             "usd_per_1000_turns_no_cache": round(cost_plain * per_1000, 4),
             "usd_per_1000_turns_with_cache": round(cost_cached * per_1000, 4),
         }
+
+
+def plot(presets: Mapping[str, Mapping[str, Any]], path: Any) -> None:
+    """Two panels: the cacheable share per preset, and the cost per 1,000 turns."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [name for name, r in presets.items() if "prompt_cache" in r]
+    every = [presets[n]["prompt_cache"]["all_turns"] for n in names]
+    between = [presets[n]["prompt_cache"]["between_compactions"] for n in names]
+    fig, (share, cost) = plt.subplots(1, 2, figsize=(14, 5.5), constrained_layout=True)
+    x = range(len(names))
+    width = 0.38
+    share.bar(
+        [i - width / 2 for i in x], [e["cacheable_pct"] for e in every], width, label="all turns"
+    )
+    share.bar(
+        [i + width / 2 for i in x],
+        [b["cacheable_pct"] for b in between],
+        width,
+        label="between compactions",
+    )
+    share.axhline(80, color="black", linestyle="--", linewidth=1, label="80% target")
+    share.set_xticks(list(x), names, rotation=20)
+    share.set_ylabel("% of prompt tokens identical to the previous prompt's start")
+    share.set_ylim(0, 100)
+    share.set_title("Cacheable share of each prompt")
+    share.legend(fontsize=9)
+    cost.bar(
+        [i - width / 2 for i in x],
+        [e["usd_per_1000_turns_no_cache"] for e in every],
+        width,
+        label="no prompt cache",
+    )
+    cost.bar(
+        [i + width / 2 for i in x],
+        [e["usd_per_1000_turns_with_cache"] for e in every],
+        width,
+        label="OpenAI prompt cache",
+    )
+    cost.set_xticks(list(x), names, rotation=20)
+    cost.set_ylabel("USD of input per 1,000 turns (gpt-4o-mini)")
+    cost.set_yscale("log")
+    cost.set_title("Input cost per 1,000 turns")
+    cost.legend(fontsize=9)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -64,6 +64,7 @@ from typing import Any
 
 import engram
 from benchmarks.prompt_cache import PrefixMeter
+from benchmarks.prompt_cache import plot as plot_cache
 from engram.compaction.cycle import plan_state, unfolded
 from engram.compaction.planner import plan_compaction, rows_from_messages
 from engram.llm.client import LLMClient
@@ -733,7 +734,7 @@ def _cache_table(results: dict[str, Any]) -> list[str]:
             f"{every['usd_per_1000_turns_no_cache']:.4f} | "
             f"{every['usd_per_1000_turns_with_cache']:.4f} |"
         )
-    return lines
+    return [*lines, "", "![prompt cache](prompt_cache.png)"]
 
 
 def markdown(results: dict[str, Any]) -> str:
@@ -930,6 +931,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     (args.out / "savings.md").write_text(markdown(results))
     if not args.no_plot:
         plot(results, args.out / "savings.png")
+        plot_cache(results["presets"], args.out / "prompt_cache.png")
     print(markdown(results))
     return 0
 

@@ -155,7 +155,10 @@ def test_lean_policy_reads_no_state(mem: Engram) -> None:
 
     mem.store.load_state = spy  # type: ignore[method-assign]
     ctx = chat.context()
-    assert len(ctx.message_ids) == 12
+    # 30 messages stored: the cache-aware window starts at position 12 (a multiple of 12).
+    assert len(ctx.message_ids) == 18
+    plain = chat.context(policy={"name": "lean", "cache_window": False})
+    assert len(plain.message_ids) == 12
     # The prompt log is written in batches after prompts are built, never to build one.
     assert [call for call in calls if "prompt_log" not in call] == []
 

@@ -61,7 +61,8 @@ def fill(chat: engram.Session, filler: int = 20, *, size: int = 1) -> None:
 @pytest.fixture
 def chat(mem: engram.Engram) -> engram.Session:
     session = mem.session("chat-1", scope="phoenix", policy="lean")
-    fill(session)
+    # 40 later messages: the decision is outside even the cache-aware lean window (12-23).
+    fill(session, 40)
     return session
 
 
