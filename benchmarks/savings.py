@@ -308,6 +308,7 @@ def run_preset(
     label: str | None = None,
     plan_repeats: int = PLAN_REPEATS,
     progress: Callable[[str], None] | None = None,
+    cache_window: bool = True,
 ) -> dict[str, Any]:
     """Replay ``turns`` through preset ``name`` in a fresh SQLite database under ``workdir``.
 
@@ -315,6 +316,8 @@ def run_preset(
     the run in the results (default: the preset name).
     """
     policy: Policy = get_policy(name)
+    if not cache_window:  # the baseline: the window drops its oldest message every turn
+        policy = policy.replace(cache_window=False)
     label = label or name
     budget, reserve = policy.default_budget, policy.default_reserve
     db = workdir / f"{label}.db"
@@ -331,7 +334,7 @@ def run_preset(
     meter = PrefixMeter()
     started = time.perf_counter()
     try:
-        session = mem.session(SESSION, scope=SCOPE, policy=name)
+        session = mem.session(SESSION, scope=SCOPE, policy=policy)
         ex = session.exchanges
         compactions_seen = 0
         for turn in turns:
@@ -557,6 +560,7 @@ def run(
     plan_repeats: int = PLAN_REPEATS,
     fake_llm: bool = False,
     progress: Callable[[str], None] | None = None,
+    cache_window: bool = True,
 ) -> dict[str, Any]:
     """Replay the conversation through each preset; return the JSON-ready results.
 
@@ -574,7 +578,12 @@ def run(
             if progress is not None:
                 progress(f"{name}: {turns} turns")
             results[name] = run_preset(
-                name, convo, Path(tmp), plan_repeats=plan_repeats, progress=progress
+                name,
+                convo,
+                Path(tmp),
+                plan_repeats=plan_repeats,
+                progress=progress,
+                cache_window=cache_window,
             )
             _report(results[name], progress)
         if fake_llm:
@@ -914,6 +923,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help="results directory")
     parser.add_argument("--no-plot", action="store_true")
     parser.add_argument(
+        "--no-cache-window",
+        action="store_true",
+        help="baseline: every preset with cache_window off (the window drops a message per turn)",
+    )
+    parser.add_argument(
         "--no-fake-llm",
         action="store_true",
         help="skip the extra summary_buffer run with a local fake model writing the summaries",
@@ -926,7 +940,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(text, file=sys.stderr, flush=True)
 
     fake_llm = not args.no_fake_llm and "summary_buffer" in presets
-    results = run(turns, presets, seed=args.seed, fake_llm=fake_llm, progress=say)
+    results = run(
+        turns,
+        presets,
+        seed=args.seed,
+        fake_llm=fake_llm,
+        progress=say,
+        cache_window=not args.no_cache_window,
+    )
     write_json(results, args.out / "savings.json")
     (args.out / "savings.md").write_text(markdown(results))
     if not args.no_plot:
