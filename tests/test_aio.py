@@ -18,7 +18,7 @@ import pytest
 from tests.facades import FACADES, facade
 
 import engram
-from engram.aio import AsyncEngram, AsyncSession
+from engram.aio import AsyncEngram, AsyncMemories, AsyncSession
 from engram.engine import Engram
 from engram.errors import EngramError, InvalidMessage, LLMError, SessionNotFound
 from engram.llm import LLMClient
@@ -207,3 +207,35 @@ def test_a_stream_is_read_once_and_has_no_result_before_its_end(
         return text
 
     assert asyncio.run(main()) == stream.result.answer == "ok: Hi"
+
+
+# -- every verb of the sync API has its async twin ------------------------------------
+
+#: Sync members with no async twin, and why.
+SYNC_ONLY: dict[type, set[str]] = {
+    Engram: {
+        # plain values or objects, not store calls
+        "config", "tz", "llm", "memory_cap", "memory_budget", "memory_metrics", "jobs", "url",
+        # runtime wiring for the interfaces (the server, the tools), not async verbs
+        "summarizer", "compact", "memories_section", "api_keys", "ping", "job_counts",
+    },
+    engram.Session: {"tz", "policy", "exchanges"},  # values and a sync sub-API
+    # the runtime's own steps (memories written at the end of a session)
+    engram.Memories: {"context_text", "create_from_session", "run_deferred"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("sync_class", list(SYNC_ONLY), ids=lambda c: c.__name__)
+def test_every_public_sync_verb_has_an_async_twin(sync_class: type) -> None:
+    async_class = {Engram: AsyncEngram, engram.Session: AsyncSession}.get(sync_class, AsyncMemories)
+    missing = [
+        name
+        for name in vars(sync_class)
+        if not name.startswith("_")
+        and name not in SYNC_ONLY[sync_class]
+        and not hasattr(async_class, name)
+    ]
+    assert missing == [], (
+        f"add {missing} to engram/aio.py ({async_class.__name__}: name = _threaded(...)) "
+        "or to SYNC_ONLY here with a reason"
+    )

@@ -74,6 +74,7 @@ def _threaded(
         return await offload(method, self.sync, *args, **kwargs)
 
     functools.update_wrapper(call, method)
+    call.__qualname__ = f"Async{method.__qualname__}"
     return call
 
 
@@ -85,6 +86,7 @@ class AsyncMemories(_Threaded[Memories]):
     get = _threaded(Memories.get)
     audit = _threaded(Memories.audit)
     search = _threaded(Memories.search)
+    ranked = _threaded(Memories.ranked)
     create = _threaded(Memories.create)
     update = _threaded(Memories.update)
     delete = _threaded(Memories.delete)
@@ -118,6 +120,7 @@ class AsyncSession(_Threaded[Session]):
     compact = _threaded(Session.compact)
     compact_later = _threaded(Session.compact_later)
     compaction_state = _threaded(Session.compaction_state)
+    prompt_log = _threaded(Session.prompt_log)
     agent_state = _threaded(Session.agent_state)
     search = _threaded(Session.search)
     by_date = _threaded(Session.by_date)
@@ -126,20 +129,28 @@ class AsyncSession(_Threaded[Session]):
     title = _threaded(Session.title)
     message = _threaded(Session.message)
     record_usage = _threaded(Session.record_usage)
+    # edit and regenerate
+    pop_answer = _threaded(Session.pop_answer)
+    replace_answer = _threaded(Session.replace_answer)
+    pop_item = _threaded(Session.pop_item)
+    edit = _threaded(Session.edit)
+    delete_message = _threaded(Session.delete_message)
+    clear = _threaded(Session.clear)
+    date_range = _threaded(Session.date_range)
 
     async def update_agent_state(self, change: Callable[[AgentState], AgentState]) -> AgentState:
         """Apply ``change`` (a pure function) by compare-and-set, retrying lost races."""
         return await offload(self.sync.update_agent_state, change)
 
-    async def end(self, reason: str = "ended", *, wait: bool = False) -> MemoryOutcome:
-        """End the conversation; the memory of it is written for the scope.
+    async def end(self, reason: str = "ended") -> MemoryOutcome:
+        """End the conversation and await the memory written of it for the scope.
 
-        Unlike :meth:`engram.Session.end` this awaits the outcome (the memory
-        is still written off the event loop). To end without waiting, call
-        ``asyncio.create_task(chat.end())``. ``wait`` is accepted for
-        symmetry; the coroutine always waits.
+        Unlike :meth:`engram.Session.end`, which returns a future, this awaits
+        the outcome (the memory is still written off the event loop, by the
+        background scheduler). To end without waiting, call
+        ``asyncio.create_task(chat.end())``.
         """
-        future: Future[MemoryOutcome] = await offload(self.sync.end, reason, wait=wait)
+        future: Future[MemoryOutcome] = await offload(self.sync.end, reason)
         return await asyncio.wrap_future(future)
 
     def memories(self) -> AsyncMemories:
@@ -181,6 +192,14 @@ class AsyncEngram(_Threaded[Engram]):
     export_session = _threaded(Engram.export_session)
     import_documents = _threaded(Engram.import_documents)
     delete_session = _threaded(Engram.delete_session)
+    scope_summaries = _threaded(Engram.scope_summaries)
+    scope_summary = _threaded(Engram.scope_summary)
+    session_page = _threaded(Engram.session_page)
+    purge_scope = _threaded(Engram.purge_scope)
+    usage_totals = _threaded(Engram.usage_totals)
+    delete_message = _threaded(Engram.delete_message)
+    forget_scope = _threaded(Engram.forget_scope)
+    activity = _threaded(Engram.activity)
     wait_idle = _threaded(Engram.wait_idle)
     close = _threaded(Engram.close)
 

@@ -1,9 +1,12 @@
+"""The model client, through chat, achat and astream alike (the ``ask`` fixture)."""
+
 from __future__ import annotations
 
 import json
 import time
 
 import pytest
+from tests.llm.conftest import Ask
 
 from engram.errors import ConfigError, LLMBadResponse, LLMError, LLMTimeout
 from engram.llm import LLMClient, parse_json_object
@@ -14,9 +17,11 @@ USER = [{"role": "user", "content": "Hello there"}]
 
 
 class TestAnswers:
-    def test_text_answer_with_usage_and_cost(self, fake_llm: FakeLLMServer, client: LLMClient):
+    def test_text_answer_with_usage_and_cost(
+        self, ask: Ask, fake_llm: FakeLLMServer, client: LLMClient
+    ):
         fake_llm.reply("Hi!", usage={"prompt_tokens": 1000, "completion_tokens": 500})
-        result = client.chat(USER, purpose="test")
+        result = ask(client, USER, purpose="test")
         assert result.text == "Hi!"
         assert (result.input_tokens, result.output_tokens) == (1000, 500)
         # gpt-4o-mini: 0.15 / 0.60 USD per 1M tokens
@@ -27,9 +32,9 @@ class TestAnswers:
         record = result.usage_record()
         assert (record.input_tokens, record.output_tokens, record.purpose) == (1000, 500, "test")
 
-    def test_request_is_openai_format(self, fake_llm: FakeLLMServer, client: LLMClient):
+    def test_request_is_openai_format(self, ask: Ask, fake_llm: FakeLLMServer, client: LLMClient):
         fake_llm.reply("ok")
-        client.chat(USER, purpose="test", max_tokens=77, json_mode=True)
+        ask(client, USER, purpose="test", max_tokens=77, json_mode=True)
         (request,) = fake_llm.requests
         assert request.path == "/v1/chat/completions"
         assert request.body is not None
@@ -39,24 +44,24 @@ class TestAnswers:
         assert request.body["response_format"] == {"type": "json_object"}
         assert request.headers["authorization"].startswith("Bearer ")
 
-    def test_unknown_model_has_no_cost(self, fake_llm: FakeLLMServer):
+    def test_unknown_model_has_no_cost(self, ask: Ask, fake_llm: FakeLLMServer):
         with LLMClient("llama3.1:8b", base_url=fake_llm.base_url) as local:
             fake_llm.reply("ok")
-            result = local.chat(USER, purpose="test")
+            result = ask(local, USER, purpose="test")
         assert result.cost_usd is None
         assert result.input_tokens > 0
 
-    def test_missing_usage_is_estimated(self, fake_llm: FakeLLMServer, client: LLMClient):
+    def test_missing_usage_is_estimated(self, ask: Ask, fake_llm: FakeLLMServer, client: LLMClient):
         fake_llm.push(FakeResponse(content="three words here", omit_usage=True))
-        result = client.chat(USER, purpose="test")
+        result = ask(client, USER, purpose="test")
         assert result.usage_estimated
         assert result.output_tokens == 3
         assert result.input_tokens >= 5
 
-    def test_tool_calls(self, fake_llm: FakeLLMServer, client: LLMClient):
+    def test_tool_calls(self, ask: Ask, fake_llm: FakeLLMServer, client: LLMClient):
         fake_llm.reply_tool_calls([{"name": "search_messages", "arguments": {"query": "pricing"}}])
         tools = [{"type": "function", "function": {"name": "search_messages", "parameters": {}}}]
-        result = client.chat(USER, purpose="chat", tools=tools)
+        result = ask(client, USER, purpose="chat", tools=tools)
         assert result.finish_reason == "tool_calls"
         (call,) = result.tool_calls
         assert call["function"]["name"] == "search_messages"
@@ -64,8 +69,10 @@ class TestAnswers:
         assert fake_llm.requests[0].body is not None
         assert fake_llm.requests[0].body["tools"] == tools
 
-    def test_default_responder_when_queue_empty(self, fake_llm: FakeLLMServer, client: LLMClient):
-        assert client.chat(USER, purpose="t").text == "ok: Hello there"
+    def test_default_responder_when_queue_empty(
+        self, ask: Ask, fake_llm: FakeLLMServer, client: LLMClient
+    ):
+        assert ask(client, USER, purpose="t").text == "ok: Hello there"
 
 
 class TestJSON:
@@ -105,71 +112,75 @@ class TestJSON:
 
 
 class TestRetries:
-    def test_500_then_success_retries_once(self, fake_llm: FakeLLMServer, client: LLMClient):
+    def test_500_then_success_retries_once(
+        self, ask: Ask, fake_llm: FakeLLMServer, client: LLMClient
+    ):
         fake_llm.fail(500).reply("recovered")
-        assert client.chat(USER, purpose="t").text == "recovered"
+        assert ask(client, USER, purpose="t").text == "recovered"
         assert len(fake_llm.requests) == 2
 
     def test_two_500s_raise_after_exactly_two_requests(
-        self, fake_llm: FakeLLMServer, client: LLMClient
+        self, ask: Ask, fake_llm: FakeLLMServer, client: LLMClient
     ):
         fake_llm.fail(500).fail(503).reply("never served")
         with pytest.raises(LLMError, match="HTTP 503") as info:
-            client.chat(USER, purpose="t")
+            ask(client, USER, purpose="t")
         assert not isinstance(info.value, LLMTimeout | LLMBadResponse)
         assert len(fake_llm.requests) == 2
         assert fake_llm.pending == 1
 
-    def test_400_is_not_retried(self, fake_llm: FakeLLMServer, client: LLMClient):
+    def test_400_is_not_retried(self, ask: Ask, fake_llm: FakeLLMServer, client: LLMClient):
         fake_llm.fail(400, "bad model").reply("never served")
         with pytest.raises(LLMError, match="HTTP 400"):
-            client.chat(USER, purpose="t")
+            ask(client, USER, purpose="t")
         assert len(fake_llm.requests) == 1
 
-    def test_429_is_retried(self, fake_llm: FakeLLMServer, client: LLMClient):
+    def test_429_is_retried(self, ask: Ask, fake_llm: FakeLLMServer, client: LLMClient):
         fake_llm.fail(429, "slow down").reply("ok")
-        assert client.chat(USER, purpose="t").text == "ok"
+        assert ask(client, USER, purpose="t").text == "ok"
         assert len(fake_llm.requests) == 2
 
-    def test_timeout_twice_raises_llm_timeout(self, fake_llm: FakeLLMServer):
+    def test_timeout_twice_raises_llm_timeout(self, ask: Ask, fake_llm: FakeLLMServer):
         fake_llm.slow(2).slow(2)
         with LLMClient("gpt-4o-mini", base_url=fake_llm.base_url, timeout=0.5, backoff=0) as c:
             started = time.monotonic()
             with pytest.raises(LLMTimeout, match=r"0\.5s"):
-                c.chat(USER, purpose="t")
+                ask(c, USER, purpose="t")
             elapsed = time.monotonic() - started
         assert len(fake_llm.requests) == 2
         assert 0.9 < elapsed < 1.9
 
-    def test_timeout_then_success(self, fake_llm: FakeLLMServer):
+    def test_timeout_then_success(self, ask: Ask, fake_llm: FakeLLMServer):
         fake_llm.slow(2).reply("fast")
         with LLMClient("gpt-4o-mini", base_url=fake_llm.base_url, timeout=0.5, backoff=0) as c:
-            assert c.chat(USER, purpose="t").text == "fast"
+            assert ask(c, USER, purpose="t").text == "fast"
 
-    def test_slow_but_within_timeout(self, fake_llm: FakeLLMServer, client: LLMClient):
+    def test_slow_but_within_timeout(self, ask: Ask, fake_llm: FakeLLMServer, client: LLMClient):
         fake_llm.slow(0.2, "patient")
-        assert client.chat(USER, purpose="t").text == "patient"
+        assert ask(client, USER, purpose="t").text == "patient"
         assert len(fake_llm.requests) == 1
 
-    def test_connection_refused(self):
+    def test_connection_refused(self, ask: Ask):
         server = FakeLLMServer().start()
         url = server.base_url
         server.stop()
         with LLMClient("gpt-4o-mini", base_url=url, timeout=1, backoff=0) as c:
             with pytest.raises(LLMError, match="cannot reach"):
-                c.chat(USER, purpose="t")
+                ask(c, USER, purpose="t")
 
 
 class TestGarbage:
-    def test_html_body(self, fake_llm: FakeLLMServer, client: LLMClient):
+    def test_html_body(self, ask: Ask, fake_llm: FakeLLMServer, client: LLMClient):
         fake_llm.garbage()
         with pytest.raises(LLMBadResponse):
-            client.chat(USER, purpose="t")
+            ask(client, USER, purpose="t")
 
-    def test_json_that_is_not_a_completion(self, fake_llm: FakeLLMServer, client: LLMClient):
+    def test_json_that_is_not_a_completion(
+        self, ask: Ask, fake_llm: FakeLLMServer, client: LLMClient
+    ):
         fake_llm.garbage(b'{"hello": "world"}', content_type="application/json")
         with pytest.raises(LLMBadResponse, match="no choices"):
-            client.chat(USER, purpose="t")
+            ask(client, USER, purpose="t")
 
 
 class TestConfig:

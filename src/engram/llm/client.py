@@ -277,6 +277,7 @@ class LLMClient:
         messages: Sequence[Mapping[str, Any]],
         *,
         purpose: str,
+        json_mode: bool = False,
         max_tokens: int | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> AsyncIterator[str | LLMResult]:
@@ -291,7 +292,7 @@ class LLMClient:
             LLMTimeout, LLMError, LLMBadResponse: As :meth:`chat`.
 
         """
-        kwargs = self._request(messages, max_tokens=max_tokens, tools=tools)
+        kwargs = self._request(messages, json_mode=json_mode, max_tokens=max_tokens, tools=tools)
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
         client = self._async_client()
@@ -312,6 +313,8 @@ class LLMClient:
                     await _pause(self.backoff)
                     continue
                 raise error from exc
+            if not answer.choices:
+                raise LLMBadResponse(f"{self.model} sent no choices in its stream")
             yield self._assemble(answer.reply(), messages, purpose)
             return
 
@@ -484,6 +487,7 @@ class _StreamedAnswer:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     started: bool = False
+    choices: bool = False
 
     def take(self, chunk: Any) -> str:
         """Fold one chunk in; return its new text ("" for none)."""
@@ -494,8 +498,9 @@ class _StreamedAnswer:
             self.prompt_tokens = usage.prompt_tokens
             self.completion_tokens = usage.completion_tokens
         choices = getattr(chunk, "choices", None) or []
-        if not choices:
+        if not isinstance(choices, list) or not choices:
             return ""
+        self.choices = True
         choice = choices[0]
         self.finish_reason = choice.finish_reason or self.finish_reason
         delta = choice.delta

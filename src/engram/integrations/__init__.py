@@ -1,0 +1,13 @@
+"""Engram inside the frameworks apps already use; each adapter needs its extra.
+
+* :mod:`engram.integrations.openai_agents` (``pip install 'engram[agents]'``):
+  ``EngramSession``, a session of the OpenAI Agents SDK, and Engram's
+  retrieval tools as SDK function tools.
+* :mod:`engram.integrations.langchain` (``pip install 'engram[langchain]'``):
+  ``EngramChatMessageHistory``, a LangChain chat message history, and the
+  retrieval tools as LangChain tools.
+
+Adapters translate between the framework's shapes and Engram's; all the work
+is done by the :class:`~engram.engine.Engram` facade and its sessions.
+Nothing here is imported by ``import engram``.
+"""
