@@ -98,4 +98,4 @@ def test_scope_locks_do_not_accumulate(mem: Engram) -> None:
     gc.collect()
     assert not any(key[1].startswith("scope-") for key in list(service._LOCKS))
     held = mem.memories("kept")
-    assert service.scope_lock(mem.store, "kept") is held._lock  # shared while alive
+    assert service.scope_lock(mem.store, "kept").shared is held._lock.shared  # shared while alive

@@ -1,9 +1,12 @@
 """The lock that serializes one scope's memory writes, in this process and across processes.
 
-In-process, an ``RLock`` (re-entrant: compaction runs inside creation). A store
-that can exclude other processes (PostgreSQL: an advisory lock; see
+In-process, an ``RLock`` shared by every ``Memories`` of the scope on the same
+database (re-entrant: compaction runs inside creation). A store that can
+exclude other processes (PostgreSQL: an advisory lock; see
 :class:`SupportsExclusive`) is also locked at the outermost acquisition, so
-two servers on one database never both compact a scope past its cap.
+two servers on one database never both compact a scope past its cap. The
+store locked is the acquiring ``Memories``' own (each handle holds its store;
+the shared part holds none, so a closed store is never reused).
 """
 
 from __future__ import annotations
@@ -22,35 +25,49 @@ class SupportsExclusive(Protocol):
         ...
 
 
-class ScopeLock:
-    """Re-entrant in-process lock plus, when the store offers one, a cross-process lock."""
+class SharedScopeLock:
+    """What every handle on one scope of one database shares: the lock and its depth."""
 
-    def __init__(self, store: object, scope: str) -> None:
-        self._local = threading.RLock()
+    def __init__(self) -> None:
+        self.local = threading.RLock()
+        self.depth = 0
+        self.outer: AbstractContextManager[None] | None = None
+
+
+class ScopeLock:
+    """One ``Memories``' handle on its scope's shared lock (plus its store's database lock)."""
+
+    def __init__(self, shared: SharedScopeLock, store: object, scope: str) -> None:
+        self._shared = shared
         self._store = store if isinstance(store, SupportsExclusive) else None
         self._name = f"memories:{scope}"
-        self._depth = 0
-        self._outer: AbstractContextManager[None] | None = None
+
+    @property
+    def shared(self) -> SharedScopeLock:
+        """The part every handle on this scope of this database shares."""
+        return self._shared
 
     def __enter__(self) -> ScopeLock:
-        self._local.acquire()
+        shared = self._shared
+        shared.local.acquire()
         try:
-            self._depth += 1
-            if self._depth == 1 and self._store is not None:
+            shared.depth += 1
+            if shared.depth == 1 and self._store is not None:
                 outer = self._store.exclusive(self._name)
                 outer.__enter__()
-                self._outer = outer
+                shared.outer = outer
         except BaseException:
-            self._depth -= 1
-            self._local.release()
+            shared.depth -= 1
+            shared.local.release()
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
+        shared = self._shared
         try:
-            self._depth -= 1
-            if self._depth == 0 and self._outer is not None:
-                outer, self._outer = self._outer, None
+            shared.depth -= 1
+            if shared.depth == 0 and shared.outer is not None:
+                outer, shared.outer = shared.outer, None
                 outer.__exit__(None, None, None)
         finally:
-            self._local.release()
+            shared.local.release()

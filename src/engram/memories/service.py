@@ -56,7 +56,7 @@ from engram.memories.records import (
     check_metadata,
     find_duplicate,
 )
-from engram.memories.scope_lock import ScopeLock
+from engram.memories.scope_lock import ScopeLock, SharedScopeLock
 from engram.memories.search import rank
 from engram.models import JSON, MemoryRecord, Message
 from engram.store import Store
@@ -74,7 +74,9 @@ MAX_SCAN_PAGES = 20
 _T = TypeVar("_T")
 # Weak values: a scope's lock lives as long as some Memories object holds it, so a
 # server that touches millions of scopes does not keep a lock for each forever.
-_LOCKS: weakref.WeakValueDictionary[tuple[str, str], ScopeLock] = weakref.WeakValueDictionary()
+_LOCKS: weakref.WeakValueDictionary[tuple[str, str], SharedScopeLock] = (
+    weakref.WeakValueDictionary()
+)
 _LOCKS_GUARD = threading.Lock()
 
 
@@ -86,10 +88,10 @@ def scope_lock(store: Store, scope: str) -> ScopeLock:
     """
     key = (store.url, scope)
     with _LOCKS_GUARD:
-        lock = _LOCKS.get(key)
-        if lock is None:
-            lock = _LOCKS[key] = ScopeLock(store, scope)
-        return lock
+        shared = _LOCKS.get(key)
+        if shared is None:
+            shared = _LOCKS[key] = SharedScopeLock()
+    return ScopeLock(shared, store, scope)
 
 
 def bounded_client(llm: LLMClient, timeout: float) -> LLMClient:
