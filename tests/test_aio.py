@@ -152,8 +152,11 @@ class TestDrivers:
     ) -> None:
         chat = mem.session("c", scope="s", policy="lean")
         chat.add("user", "Pricing decision: 59 dollars per seat.")
-        for i in range(14):
-            chat.add("user" if i % 2 else "assistant", f"Filler note {i} about the logo.")
+        # Enough filler that the decision is out of the window (search skips the window).
+        roles = ["assistant", "user"]
+        chat.add_many(
+            [{"role": roles[i % 2], "content": f"Filler note {i} about the logo."} for i in range(40)]
+        )
         fake_llm.reply_tool_calls(
             [{"id": "a", "name": "search_history", "arguments": {"query": "pricing"}}]
         )

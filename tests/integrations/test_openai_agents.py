@@ -52,7 +52,12 @@ class TestRunner:
         async def main() -> str:
             fake_llm.reply("Noted.")
             await Runner.run(bot, f"Remember this. {CODE}", session=session)
-            for i in range(7):  # lean shows the last 12 messages: the code falls out
+            for i in range(20):  # lean shows the newest 12 or so messages: the code falls out
+                await session.add_items(
+                    [{"role": "user", "content": f"Note {i} about the weather."},
+                     {"role": "assistant", "content": f"Noted {i}."}]
+                )  # fmt: skip
+            for i in range(2):
                 await Runner.run(bot, f"Small talk number {i} about the weather.", session=session)
             fake_llm.reply_tool_calls(
                 [{"id": "call_s", "name": "search_history", "arguments": {"query": "launch code"}}]
@@ -67,7 +72,7 @@ class TestRunner:
 
         assert asyncio.run(main()) == "It is AURORA-7."
         stored = mem.session("chat", scope="p").messages(limit=100)
-        assert len(stored) == 8 * 2 + 4
+        assert len(stored) == 2 + 20 * 2 + 2 * 2 + 4
         last = stored[-4:]
         assert [m.role for m in last] == ["user", "assistant", "tool", "assistant"]
         assert last[0].content == "What was the launch code?"
