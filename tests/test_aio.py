@@ -155,7 +155,7 @@ class TestDrivers:
         # Enough filler that the decision is out of the window (search skips the window).
         roles = ["assistant", "user"]
         chat.add_many(
-            [{"role": roles[i % 2], "content": f"Filler note {i} about the logo."} for i in range(40)]
+            [{"role": roles[i % 2], "content": f"Filler {i} about the logo."} for i in range(40)]
         )
         fake_llm.reply_tool_calls(
             [{"id": "a", "name": "search_history", "arguments": {"query": "pricing"}}]
