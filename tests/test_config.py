@@ -17,6 +17,7 @@ def test_every_field_is_a_setting_read_from_its_own_variable() -> None:
         "ENGRAM_TZ": "Europe/Paris",
         "ENGRAM_MEMORY_CAP": "3",
         "ENGRAM_RUN_JOBS": "false",
+        "ENGRAM_EMBEDDINGS": "true",
         "ENGRAM_CLOSE_TIMEOUT": "2.5",
         "ENGRAM_COMPACTION_DEADLINE": "1",
     }
@@ -26,6 +27,7 @@ def test_every_field_is_a_setting_read_from_its_own_variable() -> None:
         tz="Europe/Paris",
         memory_cap=3,
         run_jobs=False,
+        embeddings=True,
         close_timeout=2.5,
         compaction_deadline=1.0,
     )
