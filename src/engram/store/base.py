@@ -46,9 +46,8 @@ from engram.models import (
 from engram.search_query import SearchQuery
 
 
-@runtime_checkable
-class Store(Protocol):
-    """Durable storage of scopes, sessions, messages, state, memories and usage."""
+class SessionStore(Protocol):
+    """Role: scopes and sessions (the handle every other role hangs off)."""
 
     #: The URL this store was opened from, with any password masked.
     url: str
@@ -56,8 +55,6 @@ class Store(Protocol):
     def close(self) -> None:
         """Release connections. Safe to call twice."""
         ...
-
-    # -- sessions -----------------------------------------------------------------
 
     def ensure_session(
         self, scope: str, session: str, *, policy: Mapping[str, Any] | None = None
@@ -89,7 +86,9 @@ class Store(Protocol):
         """
         ...
 
-    # -- messages -----------------------------------------------------------------
+
+class MessageLog(Protocol):
+    """Role: the append-only messages of sessions, read by id, time and text."""
 
     def append(
         self, scope: str, session: str, messages: Sequence[NewMessage], tokens: Sequence[int]
@@ -155,7 +154,9 @@ class Store(Protocol):
         """
         ...
 
-    # -- session state -----------------------------------------------------------
+
+class StateStore(Protocol):
+    """Role: a session's state documents, saved by compare-and-set."""
 
     def load_state(self, scope: str, session: str, kind: str) -> StateRecord | None:
         """The state document of that kind, or None if never saved."""
@@ -172,7 +173,9 @@ class Store(Protocol):
         """
         ...
 
-    # -- memories (scope level) ---------------------------------------------------
+
+class MemoryRecords(Protocol):
+    """Role: a scope's long-term memories and their audit trail."""
 
     def add_memory(
         self,
@@ -221,7 +224,9 @@ class Store(Protocol):
         """The scope's audit events, newest first; each has ``id`` and ``at`` added."""
         ...
 
-    # -- LLM usage ----------------------------------------------------------------
+
+class UsageLog(Protocol):
+    """Role: the LLM calls Engram made, per scope and session."""
 
     def record_usage(self, scope: str, session: str | None, usage: UsageRecord) -> None:
         """Record one LLM call made on behalf of the scope (and session, if any)."""
@@ -230,6 +235,15 @@ class Store(Protocol):
     def usage_totals(self, scope: str, session: str | None = None) -> JSON:
         """Sums: ``calls``, ``input_tokens``, ``output_tokens``, ``cost_usd``, by purpose too."""
         ...
+
+
+@runtime_checkable
+class Store(SessionStore, MessageLog, StateStore, MemoryRecords, UsageLog, Protocol):
+    """Durable storage of scopes, sessions, messages, state, memories and usage.
+
+    Every role together: what each backend implements. Code that needs one
+    role only may ask for that protocol.
+    """
 
 
 @runtime_checkable

@@ -72,6 +72,13 @@ from engram.store.postgres_vectors import PostgresVectors
 
 _OPTIONS = frozenset({"min_size", "max_size", "timeout", "migrate_schema", "tz"})
 
+#: Creates a session if absent (its scope and id as parameters).
+_CREATE_SESSION_SQL = """
+    INSERT INTO sessions (scope, id, created_at, updated_at)
+    VALUES (%s, %s, clock_timestamp(), clock_timestamp())
+    ON CONFLICT (scope, id) DO NOTHING
+"""
+
 #: A batch of messages in one statement: parallel arrays, inserted in batch order.
 _APPEND_SQL = """
     INSERT INTO messages (scope, session, role, content, name, tool_calls, tool_call_id,
@@ -188,14 +195,7 @@ class PostgresStore(
                     (scope, session, Jsonb(json_value(dict(policy), "policy"))),
                 ).fetchone()
             else:
-                conn.execute(
-                    """
-                    INSERT INTO sessions (scope, id, created_at, updated_at)
-                    VALUES (%s, %s, clock_timestamp(), clock_timestamp())
-                    ON CONFLICT (scope, id) DO NOTHING
-                    """,
-                    (scope, session),
-                )
+                conn.execute(_CREATE_SESSION_SQL, (scope, session))
                 row = conn.execute(
                     f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE scope = %s AND id = %s",
                     (scope, session),
@@ -458,14 +458,7 @@ class PostgresStore(
 
         def work(conn: Conn) -> StateRecord | None:
             if expected_version == 0:
-                conn.execute(
-                    """
-                    INSERT INTO sessions (scope, id, created_at, updated_at)
-                    VALUES (%s, %s, clock_timestamp(), clock_timestamp())
-                    ON CONFLICT (scope, id) DO NOTHING
-                    """,
-                    (scope, session),
-                )
+                conn.execute(_CREATE_SESSION_SQL, (scope, session))
                 row = conn.execute(
                     """
                     INSERT INTO states (scope, session, kind, version, data, updated_at)
