@@ -79,6 +79,19 @@ _CREATE_SESSION_SQL = """
     ON CONFLICT (scope, id) DO NOTHING
 """
 
+#: Creates the session or adds a batch to its totals (scope, id, count, tokens, first, last).
+_ADD_TO_SESSION_SQL = """
+    INSERT INTO sessions AS s (scope, id, created_at, updated_at, message_count,
+                               token_count, first_message_at, last_message_at)
+    VALUES (%s, %s, clock_timestamp(), clock_timestamp(), %s, %s, %s, %s)
+    ON CONFLICT (scope, id) DO UPDATE SET
+        updated_at = clock_timestamp(),
+        message_count = s.message_count + EXCLUDED.message_count,
+        token_count = s.token_count + EXCLUDED.token_count,
+        first_message_at = LEAST(s.first_message_at, EXCLUDED.first_message_at),
+        last_message_at = GREATEST(s.last_message_at, EXCLUDED.last_message_at)
+"""
+
 #: A batch of messages in one statement: parallel arrays, inserted in batch order.
 _APPEND_SQL = """
     INSERT INTO messages (scope, session, role, content, name, tool_calls, tool_call_id,
@@ -271,17 +284,7 @@ class PostgresStore(
             # The upsert locks the session row until commit: concurrent appends to one
             # session serialize here, before any id is drawn.
             conn.execute(
-                """
-                INSERT INTO sessions AS s (scope, id, created_at, updated_at, message_count,
-                                           token_count, first_message_at, last_message_at)
-                VALUES (%s, %s, clock_timestamp(), clock_timestamp(), %s, %s, %s, %s)
-                ON CONFLICT (scope, id) DO UPDATE SET
-                    updated_at = clock_timestamp(),
-                    message_count = s.message_count + EXCLUDED.message_count,
-                    token_count = s.token_count + EXCLUDED.token_count,
-                    first_message_at = LEAST(s.first_message_at, EXCLUDED.first_message_at),
-                    last_message_at = GREATEST(s.last_message_at, EXCLUDED.last_message_at)
-                """,
+                _ADD_TO_SESSION_SQL,
                 (
                     scope,
                     session,
