@@ -147,15 +147,7 @@ def build_context(
     costing = Costing(counter, views)
     avail = budget - reserve - REPLY_PRIMING
     report = _Report()
-    system_text = system or None
-    blocks = [(s, s.render()) for s in sections if s.text.strip()]
-    fixed = _Fixed(
-        system_text,
-        costing.system(system_text) if system_text else 0,
-        blocks,
-        [costing.system(text) for _, text in blocks],
-        merge=merge_system,
-    )
+    fixed = _fixed_parts(costing, system, sections, merge_system)
     cursor = Cursor(read, floor_id, _first_chunk(pol, avail))
 
     # 1. The current turn: the newest user message and every unit after it.
@@ -183,6 +175,21 @@ def build_context(
 
     # 3. Assemble: system, sections, window (oldest first), current turn.
     return _assemble(costing, pol, fixed, window, turn, report, budget=budget, reserve=reserve)
+
+
+def _fixed_parts(
+    costing: Costing, system: str | None, sections: Sequence[Section], merge: bool
+) -> _Fixed:
+    """The system prompt and the non-blank sections, with their costs."""
+    system_text = system or None
+    blocks = [(s, s.render()) for s in sections if s.text.strip()]
+    return _Fixed(
+        system_text,
+        costing.system(system_text) if system_text else 0,
+        blocks,
+        [costing.system(text) for _, text in blocks],
+        merge=merge,
+    )
 
 
 def _fit_turn(
