@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 import engram
 from engram.background.local import end_session
 from engram.memories import Memories, MemoryBudget
@@ -26,16 +24,7 @@ class TestPersistence:
             assert again.audit() == audit
             assert [e["event"] for e in audit].count("compaction") == 1
 
-    def test_deferred_work_is_found_after_a_restart(
-        self, store_url: str, request: pytest.FixtureRequest
-    ) -> None:
-        if store_url.startswith("postgresql"):
-            # Known bug: memories.service.scope_lock caches one ScopeLock per (url, scope)
-            # holding the first store object; once that engine is closed, a second engine
-            # on the same URL takes the advisory lock through the closed store.
-            request.applymarker(
-                pytest.mark.xfail(strict=True, reason="scope lock kept on a closed store")
-            )
+    def test_deferred_work_is_found_after_a_restart(self, store_url: str) -> None:
 
         class Exhausted(MemoryBudget):
             def exhausted(self, store: object, scope: str) -> str | None:
