@@ -9,7 +9,7 @@ import httpx
 import pytest
 from fastapi.routing import APIRoute
 from tests.dashboard.conftest import Site
-from tests.dashboard.sample import LAUNCH, OTHER_SCOPE, SCOPE
+from tests.dashboard.sample import LAUNCH, OTHER_SCOPE, SCOPE, TOOLS
 
 from engram.dashboard import login, pages
 
@@ -126,6 +126,35 @@ class TestForms:
         response = http.post(f"/p/{OTHER_SCOPE}/memories/{memory}/delete", headers=bearer(key))
         assert response.status_code == 403
         assert [m.id for m in site.engram.memories(OTHER_SCOPE).list()] == [memory]
+
+
+class TestConversation:
+    def test_tool_calls_and_results_are_folded(self, http: httpx.Client, site: Site) -> None:
+        page = http.get(f"/p/{SCOPE}/s/{TOOLS}", headers=bearer(site.phoenix_key)).text
+        call = re.search(r'<details class="call"><summary>Tool call <code>(\w+)</code>', page)
+        assert call is not None and call.group(1) == "search_history"
+        assert re.search(r"<details><summary>Tool result for <code>call_1</code>", page)
+        assert "vendor confirmed 3x capacity" in page  # inside the folded result
+
+    def test_each_message_says_whether_the_model_sees_it(
+        self, http: httpx.Client, site: Site
+    ) -> None:
+        chat = site.engram.session(LAUNCH, scope=SCOPE)
+        ctx = chat.context(chat.prompt_log().last_budget, compact=False)
+        watermark = chat.compaction_state().watermark
+        page = http.get(
+            f"/p/{SCOPE}/s/{LAUNCH}?after={watermark - 3}", headers=bearer(site.phoenix_key)
+        )
+        marks = dict(
+            re.findall(
+                r'id="m-(\d+)" data-id="\d+"[^>]*>\s*<header>.*?class="badge (\w+)"',
+                page.text,
+                re.S,
+            )
+        )
+        assert marks[str(watermark)] == "folded"
+        assert marks[str(ctx.message_ids[0])] == "sent"
+        assert all(marks[str(i)] == "sent" for i in ctx.message_ids if str(i) in marks)
 
 
 class TestSafety:
