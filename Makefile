@@ -47,6 +47,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.server_load
 	$(BIN)/python -m benchmarks.retrieval.run --backends sqlite,postgres
 	$(BIN)/python -m benchmarks.agents_session
+	$(BIN)/python -m benchmarks.dashboard
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -7,10 +7,11 @@ Usage::
 
 Builds the core benchmark's dataset (the main session of ``--size`` messages,
 and at 100K ten other projects of 1,000 each) in ``benchmarks/work/``, puts the main
-session under ``lean`` (seed 000's bot) and records 240 turns, then asks for every page of the dashboard through the app of ``engram serve``
-in process (no network: the time is the server's), after a warm-up. Results:
-``benchmarks/results/dashboard.json`` and ``dashboard.md`` (median, p95 and
-max per page; a page misses when its p95 is over the target).
+session under ``lean`` (seed 000's bot) and records 240 turns, then asks for every
+page of the dashboard through the app of ``engram serve`` in process (no network:
+the time is the server's), after a warm-up. Results: ``benchmarks/results/
+dashboard.json`` and ``dashboard.md`` (median, p95 and max per page; a page misses
+when its p95 is over the target).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from benchmarks.dataset import (
     MAIN_SESSION_MAX,
     OTHER_SCOPES,
     OTHER_SESSION_SIZE,
+    POOL_WORDS,
     Spec,
     TextSource,
     layout,
@@ -66,7 +68,7 @@ def _pages(middle_id: int) -> dict[str, str]:
     }
 
 
-def _prepare(size: int) -> tuple[str, dict[str, float]]:
+def _prepare(size: int, pool_words: int = POOL_WORDS) -> tuple[str, dict[str, float]]:
     """The dataset at ``size`` with recorded turns; and how long each step took."""
     import engram
 
@@ -75,7 +77,7 @@ def _prepare(size: int) -> tuple[str, dict[str, float]]:
     remove_sqlite(path)
     url = sqlite_url(path)
     others = OTHER_SCOPES * OTHER_SESSION_SIZE if size >= MAIN_SESSION_MAX else 0
-    spec = Spec(size + others)
+    spec = Spec(size + others, pool_words=pool_words)
     timings = {"import": build_engram(url, layout(spec), TextSource(spec.seed, spec.pool_words))}
     with engram.open(url, llm=None) as mem:
         chat = mem.session(MAIN_SESSION, scope=MAIN_SCOPE, policy="lean")
@@ -89,7 +91,7 @@ def _prepare(size: int) -> tuple[str, dict[str, float]]:
     return url, timings
 
 
-def _measure(url: str) -> dict[str, dict[str, float]]:
+def _measure(url: str, requests: int = REQUESTS) -> dict[str, dict[str, float]]:
     from fastapi.testclient import TestClient
 
     import engram
@@ -106,7 +108,7 @@ def _measure(url: str) -> dict[str, dict[str, float]]:
                 for _ in range(2):
                     assert client.get(path).status_code == 200, path
                 seconds = []
-                for _ in range(REQUESTS):
+                for _ in range(requests):
                     started = time.perf_counter()
                     response = client.get(path)
                     seconds.append(time.perf_counter() - started)
