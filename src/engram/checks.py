@@ -205,14 +205,42 @@ def roles_filter(value: object, known: frozenset[str]) -> list[str] | None:
     return roles
 
 
-def clean_text(value: object, *, max_chars: int) -> str:
-    """Model text made storable: NUL removed, lone surrogates replaced, cut to ``max_chars``."""
+def clean_text(value: object, *, max_bytes: int = MAX_CONTENT_BYTES) -> str:
+    """Model text made storable: NUL removed, lone surrogates replaced, cut to ``max_bytes``.
+
+    The cut falls on a character boundary (UTF-8 of at most ``max_bytes``).
+    """
     text = value if isinstance(value, str) else "" if value is None else str(value)
     if "\x00" in text:
         text = text.replace("\x00", "")
     if not text.isascii() and _SURROGATES.search(text):
         text = _SURROGATES.sub("\ufffd", text)
-    return text[:max_chars]
+    if len(text) > max_bytes // 4:  # only long text can be over; most is not
+        encoded = text.encode("utf-8")
+        if len(encoded) > max_bytes:
+            text = encoded[:max_bytes].decode("utf-8", errors="ignore")
+    return text
+
+
+def clean_json(value: Any, *, max_depth: int = MAX_JSON_DEPTH, depth: int = 0) -> Any:
+    """A copy of parsed model JSON with every string (and key) cleaned by :func:`clean_text`.
+
+    Raises:
+        ValueError: the value nests deeper than ``max_depth`` lists and objects.
+
+    """
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict | list):
+        if depth >= max_depth:
+            raise ValueError(f"JSON nested deeper than {max_depth} levels")
+        if isinstance(value, dict):
+            return {
+                clean_text(key): clean_json(item, max_depth=max_depth, depth=depth + 1)
+                for key, item in value.items()
+            }
+        return [clean_json(item, max_depth=max_depth, depth=depth + 1) for item in value]
+    return value
 
 
 def is_clean(text: str) -> bool:

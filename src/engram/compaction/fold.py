@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from engram.compaction.answers import compress_summary
+from engram.compaction.guard import bound_important, extract_safely, summarize_safely
 from engram.compaction.important import merge_important_data
 from engram.compaction.planner import CompactionPlan
 from engram.compaction.state import CompactionState
@@ -72,12 +73,10 @@ def fold(
             f"fold got messages {ids[:5]}... but the plan folds {plan.fold_ids[:5]}..."
         )
     notes: list[str] = []
-    summary = summarizer.summarize(
-        messages,
-        previous_summary=state.summary or None,
-        version=plan.next_version,
+    summary = summarize_safely(
+        summarizer, messages, previous_summary=state.summary or None, version=plan.next_version
     )
-    important = summarizer.extract_important(messages)
+    important = extract_safely(summarizer, messages)
     usage = [*summary.usage, *important.usage]
     for output in (summary.fallback_reason, important.fallback_reason):
         if output:
@@ -101,7 +100,7 @@ def fold(
     new_state = state.replace(
         summary=text,
         summary_version=plan.next_version,
-        important_data=merge_important_data(state.important_data, important.data),
+        important_data=bound_important(merge_important_data(state.important_data, important.data)),
         watermark=plan.new_watermark,
         messages_summarized_count=state.messages_summarized_count + len(plan.fold_ids),
         summarizer=summary.summarizer,

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from engram.checks import MAX_ARGUMENTS_BYTES, MAX_ID_CHARS, clean_json, clean_text
 from engram.errors import ConfigError, LLMBadResponse, LLMError, LLMTimeout
 from engram.llm.prices import cost_usd
 from engram.models import JSON, UsageRecord
@@ -440,11 +441,14 @@ class LLMClient:
         text = reply.text
         if not isinstance(text, str):
             raise LLMBadResponse(f"{self.model} sent non-text content: {type(text).__name__}")
+        # Model output is untrusted input: storable text only, bounded like a message.
+        text = clean_text(text)
+        tool_calls = [_clean_call(dict(call)) for call in reply.tool_calls]
         if reply.prompt_tokens is None:
             estimated = True
             counter = counter_for_model(self.model)
             input_tokens = count_messages(counter, messages)
-            shown = text + json.dumps(reply.tool_calls) if reply.tool_calls else text
+            shown = text + json.dumps(tool_calls) if tool_calls else text
             output_tokens = counter.count_text(shown)
         else:
             estimated = False
@@ -459,7 +463,7 @@ class LLMClient:
             model=model,
             purpose=purpose,
             finish_reason=reply.finish_reason,
-            tool_calls=reply.tool_calls,
+            tool_calls=tool_calls,
             usage_estimated=estimated,
         )
 
@@ -544,14 +548,28 @@ def parse_json_object(text: str) -> JSON:
     if not body:
         raise LLMBadResponse("the model answered with empty text where JSON was expected")
     try:
-        data = json.loads(body)
+        data = clean_json(json.loads(body))
     except json.JSONDecodeError as exc:
         raise LLMBadResponse(
             f"the model answered with invalid JSON ({exc}): {body[:120]!r}"
         ) from exc
+    except (RecursionError, ValueError) as exc:
+        raise LLMBadResponse(f"the model answered with unusable JSON: {exc}") from None
     if not isinstance(data, dict):
         raise LLMBadResponse(f"the model answered with JSON {type(data).__name__}, not an object")
     return data
+
+
+def _clean_call(call: JSON) -> JSON:
+    """A model's tool call with storable id, name and arguments (NUL and surrogates removed)."""
+    function = call.get("function")
+    if isinstance(function, dict):
+        for key in ("name", "arguments"):
+            if isinstance(function.get(key), str):
+                function[key] = clean_text(function[key], max_bytes=MAX_ARGUMENTS_BYTES)
+    if isinstance(call.get("id"), str):
+        call["id"] = clean_text(call["id"], max_bytes=MAX_ID_CHARS)
+    return call
 
 
 def _is_local(base_url: str | None) -> bool:

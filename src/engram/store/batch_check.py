@@ -9,12 +9,17 @@ Unicode or holds NUL (PostgreSQL text cannot).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
+from engram.checks import json_value as checked_json
 from engram.errors import ConfigError, InvalidMessage
 from engram.models import ROLES, NewMessage
+
+#: Sizes are the engine's concern; the store only refuses what it cannot hold.
+_NO_SIZE_LIMIT = 1 << 62
+#: Stored documents (states) nest deeper than messages may; still bounded.
+_DEEP = 200
 
 
 def _text(index: int, what: str, value: object, *, optional: bool = False) -> None:
@@ -33,18 +38,8 @@ def _text(index: int, what: str, value: object, *, optional: bool = False) -> No
 
 
 def _json(index: int, what: str, value: Any) -> None:
-    try:
-        text = json.dumps(value, allow_nan=False, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise InvalidMessage(f"message {index} {what} is not JSON: {exc}") from None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidMessage(
-            f"message {index} {what} holds text that is not valid Unicode"
-        ) from None
-    if "\x00" in text or "\\u0000" in text:
-        raise InvalidMessage(f"message {index} {what} contains a NUL character")
+    # The engine's own rule (engram.checks): the same refusals on every backend.
+    checked_json(f"message {index} {what}", value, max_bytes=_NO_SIZE_LIMIT)
 
 
 def check_batch(messages: Sequence[NewMessage], tokens: Sequence[int]) -> None:
@@ -72,10 +67,4 @@ def check_batch(messages: Sequence[NewMessage], tokens: Sequence[int]) -> None:
 
 def json_value(value: Any, what: str) -> Any:
     """``value`` as plain JSON data (a deep copy), or ConfigError naming ``what``."""
-    try:
-        text = json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{what} is not JSON-serializable: {exc}") from None
-    if "\\u0000" in text:
-        raise ConfigError(f"{what} contains a NUL character")
-    return json.loads(text)
+    return checked_json(what, value, max_bytes=_NO_SIZE_LIMIT, max_depth=_DEEP, error=ConfigError)
