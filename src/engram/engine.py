@@ -485,7 +485,9 @@ def open(
     ``run_jobs=False`` (PostgreSQL only): enqueue background jobs but leave
     them to other processes' workers. ``embeddings=True`` (``ENGRAM_EMBEDDINGS``,
     the ``embeddings`` extra) embeds messages in the background for
-    ``Session.search(mode="semantic" | "hybrid")``. Other settings come from
+    ``Session.search(mode="semantic" | "hybrid")``. ``store_options`` go to the
+    backend (PostgreSQL: ``timeout`` seconds to wait for a pooled connection,
+    default 30; ``min_size``, ``max_size``). Other settings come from
     ``config``, else the environment (see :mod:`engram.config`); the arguments win.
     """
     given: dict[str, Any] = {

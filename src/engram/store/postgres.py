@@ -50,6 +50,8 @@ from engram.store.postgres_connection import (
     ConnectionPool,
     Json,
     Jsonb,
+    one_line,
+    probe_connection,
     psycopg,
 )
 from engram.store.postgres_connection import check_on_checkout as _check
@@ -145,7 +147,9 @@ class PostgresStore(
         self.url = _mask(url or conninfo)
         self.zone = index_zone(tz)
         self._timeout = timeout
+        self._dsn = conninfo
         self._closed = False
+        probe_connection(conninfo, self.url, timeout)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             conninfo,
             min_size=min_size,
@@ -164,8 +168,8 @@ class PostgresStore(
         except psycopg.Error as exc:
             self._pool.close()
             raise ConnectionLost(
-                f"cannot connect to PostgreSQL at {self.url} within {timeout:g}s: {exc}"
-            ) from exc
+                f"cannot connect to PostgreSQL at {self.url} within {timeout:g}s: {one_line(exc)}"
+            ) from None
         if migrate_schema:
             try:
                 with self._connection() as conn:

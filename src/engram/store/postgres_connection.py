@@ -14,6 +14,7 @@ which opens the pool in its ``__init__``.
 
 from __future__ import annotations
 
+import math
 import select
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -58,6 +59,29 @@ def libpq_conninfo(url: str) -> str:
     return "postgresql://" + rest
 
 
+def one_line(exc: BaseException) -> str:
+    """An error's text on one line (libpq's messages span several)."""
+    return " ".join(str(exc).split())
+
+
+def probe_connection(conninfo: str, url: str, timeout: float) -> None:
+    """Connect once, outside the pool, so a server that is down fails fast with its cause.
+
+    A refused connection or an unknown host fails at once here (the pool
+    would retry in the background until ``timeout`` and log each attempt).
+
+    Raises:
+        ConnectionLost: the server cannot be reached; the message carries libpq's cause.
+
+    """
+    try:
+        # libpq's connect_timeout is whole seconds, at least 2.
+        with psycopg.connect(conninfo, connect_timeout=max(2, math.ceil(timeout))):
+            pass
+    except psycopg.Error as exc:
+        raise ConnectionLost(f"cannot connect to PostgreSQL at {url}: {one_line(exc)}") from None
+
+
 def configure_connection(conn: Conn) -> None:
     """Set up a new pooled connection."""
     # Timestamps come back in UTC whatever the server's default time zone is.
@@ -92,6 +116,7 @@ class PostgresConnections:
 
     url: str
     _timeout: float
+    _dsn: str
     _closed: bool
     _pool: ConnectionPool[Conn]
 
@@ -137,15 +162,23 @@ class PostgresConnections:
         except PoolTimeout as exc:
             raise ConnectionLost(
                 f"no PostgreSQL connection to {self.url} became available within "
-                f"{self._timeout:g}s (server down or pool exhausted): {exc}"
+                f"{self._timeout:g}s: {self._why_unavailable()}"
             ) from exc
         except psycopg.OperationalError as exc:
             raise ConnectionLost(
-                f"lost the connection to PostgreSQL at {self.url} ({exc}); "
+                f"lost the connection to PostgreSQL at {self.url} ({one_line(exc)}); "
                 "the pool reconnects, so the call can be retried"
             ) from exc
         except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL error at {self.url}: {exc}") from exc
+            raise StoreError(f"PostgreSQL error at {self.url}: {one_line(exc)}") from exc
+
+    def _why_unavailable(self) -> str:
+        """The cause of a pool timeout: the server's own error if it is down, else the pool."""
+        try:
+            probe_connection(self._dsn, self.url, 2)
+        except ConnectionLost as exc:
+            return str(exc)
+        return f"the pool of {self._pool.max_size} connections is exhausted"
 
     def _read(self, work: Callable[[Conn], T]) -> T:
         """Run a read-only ``work``; retried once on a fresh connection if the first one died.
@@ -183,5 +216,7 @@ __all__ = [
     "configure_connection",
     "libpq_conninfo",
     "mask_url",
+    "one_line",
+    "probe_connection",
     "psycopg",
 ]
