@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import logging
 from dataclasses import dataclass, field
 
 from engram.compaction.cycle import (
@@ -32,6 +33,7 @@ from engram.context import (
     Section,
     build_context,
 )
+from engram.errors import StoreError
 from engram.models import Message
 from engram.policy import Policy
 from engram.runtime import Runtime
@@ -39,6 +41,8 @@ from engram.sections import filters_for, providers_for, views_for
 from engram.sections.summary import section_tokens, sections_tokens, state_sections
 from engram.store import Store
 from engram.tokens import counter_for_model
+
+log = logging.getLogger(__name__)
 
 #: Rows after the watermark read to decide whether compaction is due; the same
 #: rows then feed the prompt builder. A longer backlog means a compaction is
@@ -53,6 +57,7 @@ LATE_NOTE = (
     "compaction did not finish within its deadline; this prompt uses the previous summary "
     "and the compaction goes on in the background"
 )
+STORE_FAILED = "compaction could not be saved (storage failed); the previous state is shown"
 NOT_RUN_NOTE = "compaction is due but was not run (read-only view): the next turn runs it"
 #: Omission reason of the messages folded into the summary.
 IN_SUMMARY = "in summary"
@@ -210,13 +215,22 @@ def _settle_compaction(
     if not allowed:
         reads.notes.append(NOT_RUN_NOTE)
         return
-    if not policy.sync_compaction:
-        reads.pending = runtime.scheduler.compact_later(scope, session, policy, extra_tokens=fixed)
-        if reads.pending:
-            reads.notes.append(PENDING_NOTE)
+    try:
+        if not policy.sync_compaction:
+            reads.pending = runtime.scheduler.compact_later(
+                scope, session, policy, extra_tokens=fixed
+            )
+            if reads.pending:
+                reads.notes.append(PENDING_NOTE)
+            return
+        loaded = Loaded(reads.state, reads.version, reads.rows) if reads.complete else None
+        result = runtime.compact_within(scope, session, policy, extra_tokens=fixed, loaded=loaded)
+    except StoreError as exc:
+        # A full disk or a lost database: the turn goes on with the state it read.
+        log.warning("compaction of %s/%s could not be saved: %s", scope, session, exc)
+        reads.degraded = STORE_FAILED
+        reads.notes.append(f"{STORE_FAILED}: {exc}")
         return
-    loaded = Loaded(reads.state, reads.version, reads.rows) if reads.complete else None
-    result = runtime.compact_within(scope, session, policy, extra_tokens=fixed, loaded=loaded)
     if result is None:
         reads.pending = True
         reads.notes.append(LATE_NOTE)

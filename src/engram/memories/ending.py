@@ -45,10 +45,15 @@ def begin_end(memories: Memories, session: str, reason: str) -> Outcome | None:
     if not isinstance(reason, str):
         raise InvalidQuery(f"end reason must be text, got {type(reason).__name__}")
     store, scope = memories.store, memories.scope
-    if store.get_session(scope, session) is None:
-        return Outcome("skipped", scope, session, detail="the session has no messages")
-    if not mark_ended(memories, session, reason):
-        return Outcome("skipped", scope, session, detail="no new messages since the last end")
+    try:
+        if store.get_session(scope, session) is None:
+            return Outcome("skipped", scope, session, detail="the session has no messages")
+        if not mark_ended(memories, session, reason):
+            return Outcome("skipped", scope, session, detail="no new messages since the last end")
+    except StoreError as exc:
+        # A full disk or a lost database must not raise in the caller's thread.
+        logger.error("could not record the end of %s/%s: %s", scope, session, exc)
+        return Outcome("failed", scope, session, detail=f"the end could not be recorded: {exc}")
     return None
 
 

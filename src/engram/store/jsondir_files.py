@@ -59,6 +59,24 @@ def atomic_write_json(path: Path, data: Any) -> None:
     fsync_dir(path.parent)
 
 
+#: Where temporary files can be: the root, a scope folder, a scope's sessions folder.
+_TMP_PATTERNS = (".*.tmp", "*/.*.tmp", f"*/{SESSIONS_DIR}/.*.tmp")
+
+
+def remove_orphans(root: Path) -> int:
+    """Delete temporary files a crashed writer left behind; the caller holds the write lock.
+
+    Every write holds the lock from creating its temporary file until the
+    rename, so under the lock any temporary file is an orphan.
+    """
+    removed = 0
+    for pattern in _TMP_PATTERNS:
+        for path in root.glob(pattern):
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
 class JsonDirFiles:
     """The files and locks under a jsondir root; the base of :class:`JsonDirStore`."""
 
@@ -72,10 +90,10 @@ class JsonDirFiles:
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             marker = self.root / MARKER
-            if not marker.exists():
-                with self._locked():
-                    if not marker.exists():
-                        atomic_write_json(marker, {"format": "engram-jsondir", "version": 1})
+            with self._locked():
+                if not marker.exists():
+                    atomic_write_json(marker, {"format": "engram-jsondir", "version": 1})
+                remove_orphans(self.root)
         except OSError as exc:
             raise StoreError(f"cannot use {self.root} as a jsondir store: {exc}") from exc
 
