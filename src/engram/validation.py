@@ -230,17 +230,19 @@ _MESSAGE_KEYS = frozenset(
 )
 
 
-def message_fields(item: object, index: int) -> dict[str, Any]:
+def message_fields(item: object, index: int, *, ignore_unknown: bool = False) -> dict[str, Any]:
     """One batch item (dict, SDK object or its dump) as :func:`build_message` arguments.
 
     The OpenAI SDK's extra fields (``refusal``, ``annotations``, ``audio``,
     ``function_call``) are kept in ``metadata["sdk"]`` when they hold a value.
+    Other unknown fields are refused unless ``ignore_unknown`` (an import
+    line carries its own, such as ``session``).
     """
     item = plain(item)
     if not isinstance(item, Mapping):
         raise InvalidMessage(f"message #{index}: expected an object, got {type(item).__name__}")
     unknown = [key for key in item if key not in _MESSAGE_KEYS and key not in SDK_FIELDS]
-    if unknown:
+    if unknown and not ignore_unknown:
         raise InvalidMessage(f"message #{index}: unknown field(s) {sorted(map(str, unknown))}")
     fields = {key: item.get(key) for key in _MESSAGE_KEYS}
     extras = {key: plain(item[key]) for key in SDK_FIELDS if item.get(key) not in (None, [], {})}

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from engram.errors import ImportFormatError, InvalidMessage
 from engram.models import JSON, ROLES, NewMessage
-from engram.validation import build_message, check_id
+from engram.validation import build_message, check_id, message_fields
 
 Format = Literal["auto", "jsonl", "finetune", "chatgpt"]
 
@@ -138,20 +138,12 @@ def message_from_openai(obj: Mapping[str, Any], seen_calls: set[str]) -> JSON:
         raise ValueError(f"unknown role {role!r}; expected one of {sorted(ROLES)}")
     if "content" not in obj:
         raise ValueError("message has no content")
-    content = obj["content"]
-    if isinstance(content, list):  # OpenAI multi-part content: keep its text parts
-        content = joined_text_parts(content)
     try:
         created = parse_timestamp(obj["created_at"]) if obj.get("created_at") is not None else None
-        built = build_message(
-            role,
-            content,
-            name=obj.get("name"),
-            tool_calls=obj.get("tool_calls") or None,
-            tool_call_id=obj.get("tool_call_id"),
-            created_at=created,
-            metadata=obj.get("metadata"),
-        )
+        # The same reading as Session.add_many: SDK dumps, text parts, extra SDK fields.
+        fields = message_fields(obj, 0, ignore_unknown=True)
+        fields.update(created_at=created)
+        built = build_message(fields.pop("role"), fields.pop("content"), **fields)
     except InvalidMessage as exc:
         raise ValueError(str(exc)) from None
     if built.role == "tool" and built.tool_call_id not in seen_calls:
@@ -180,18 +172,6 @@ def as_dict(message: NewMessage, *, keep_time: bool) -> JSON:
     return out
 
 
-def joined_text_parts(parts: list[Any]) -> str:
-    """The text parts of OpenAI multi-part content, joined by newlines."""
-    texts = []
-    for part in parts:
-        if not isinstance(part, dict) or part.get("type") != "text":
-            raise ValueError("only text parts are supported in list content")
-        if not isinstance(part.get("text"), str):
-            raise ValueError("a text part has no text")
-        texts.append(part["text"])
-    return "\n".join(texts)
-
-
 def parse_timestamp(value: Any) -> datetime:
     """Read ISO 8601 text or Unix seconds as an aware UTC datetime; naive times are UTC.
 
@@ -215,7 +195,10 @@ def parse_timestamp(value: Any) -> datetime:
             raise ValueError(f"bad timestamp {value!r}: not ISO 8601") from None
         if parsed.tzinfo is None:
             parsed = parsed.replace(tzinfo=UTC)
-        return parsed.astimezone(UTC)
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError:
+            raise ValueError(f"bad timestamp {value!r}: outside the years 1-9999 in UTC") from None
     raise ValueError(f"bad timestamp {value!r}")
 
 
