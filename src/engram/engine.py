@@ -210,6 +210,8 @@ class Engram:
         self, scope: str | None = None, *, limit: int = 100, offset: int = 0
     ) -> list[SessionInfo]:
         """Sessions of one scope (or all), most recently updated first."""
+        if scope is not None:
+            check_id("scope", scope)
         return self.store.list_sessions(scope, limit=limit, offset=offset)
 
     def session_info(self, session_id: str, scope: str = "default") -> SessionInfo | None:

@@ -231,3 +231,29 @@ class TestStoresRefuseWhatTheEngineRefuses:
         with pytest.raises(EngramError):
             mem.store.append("p", "s", [bad], [5])
         assert mem.store.get_session("p", "s") is None
+
+
+MEMORY_CASES: list[tuple[str, Callable[[Engram], object], str]] = [
+    ("NUL in a memory", lambda m: m.memories("p").create("a\x00b"), "memory content"),
+    ("surrogate in a memory", lambda m: m.memories("p").create("a\ud800b"), "memory content"),
+    (
+        "NUL in memory metadata",
+        lambda m: m.memories("p").create("tea please", metadata={"k": "\x00"}),
+        "memory metadata",
+    ),
+    ("NUL in an end reason", lambda m: m.session("s", scope="p").end("r\x00"), "end reason"),
+    ("NUL in a scope listing", lambda m: m.sessions("p\x00"), "scope"),
+]
+
+
+@pytest.mark.parametrize(
+    ("action", "field"), [pytest.param(a, f, id=label) for label, a, f in MEMORY_CASES]
+)
+def test_memories_and_ends_refuse_alike(
+    mem: Engram, action: Callable[[Engram], object], field: str
+) -> None:
+    mem.session("s", scope="p").add("user", "I drink tea every morning before work.")
+    with pytest.raises(EngramError) as caught:
+        action(mem)
+    assert field in str(caught.value)
+    assert mem.memories("p").list() == []

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
+from engram.checks import MAX_CONTENT_BYTES, text_field
 from engram.errors import Contention, InvalidQuery, StoreError
 from engram.memories.records import Outcome
 from engram.memories.service import Memories
@@ -44,6 +45,7 @@ def begin_end(memories: Memories, session: str, reason: str) -> Outcome | None:
     """
     if not isinstance(reason, str):
         raise InvalidQuery(f"end reason must be text, got {type(reason).__name__}")
+    text_field("end reason", reason, max_bytes=MAX_CONTENT_BYTES, error=InvalidQuery)
     store, scope = memories.store, memories.scope
     try:
         if store.get_session(scope, session) is None:

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from engram.checks import MAX_CONTENT_BYTES, json_value, text_field
 from engram.errors import ConfigError, InvalidQuery
 from engram.models import JSON, MemoryRecord
 
@@ -64,7 +65,8 @@ def check_content(content: object) -> str:
         raise InvalidQuery(
             f"memory content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}"
         )
-    return text
+    # The same text rule as messages (no NUL, no lone surrogate) on every backend.
+    return text_field("memory content", text, max_bytes=4 * MAX_CONTENT_CHARS, error=InvalidQuery)
 
 
 def check_metadata(metadata: Mapping[str, Any] | None) -> JSON:
@@ -79,11 +81,10 @@ def check_metadata(metadata: Mapping[str, Any] | None) -> JSON:
         return {}
     if not isinstance(metadata, Mapping):
         raise InvalidQuery(f"memory metadata must be an object, got {type(metadata).__name__}")
-    out = dict(metadata)
-    try:
-        text = json.dumps(out)
-    except (TypeError, ValueError) as exc:
-        raise InvalidQuery(f"memory metadata is not JSON: {exc}") from None
+    out: JSON = json_value(
+        "memory metadata", metadata, max_bytes=MAX_CONTENT_BYTES, error=InvalidQuery
+    )
+    text = json.dumps(out)
     if len(text) > MAX_METADATA_CHARS:
         raise InvalidQuery(
             f"memory metadata is {len(text)} characters of JSON; the limit is {MAX_METADATA_CHARS}"
