@@ -19,6 +19,7 @@ from engram.cli.demo import demo_command
 from engram.cli.exporting import export_command
 from engram.cli.importing import import_command
 from engram.cli.keys import keys_group
+from engram.cli.mcp import mcp_command
 from engram.cli.migrate import migrate_command
 from engram.cli.query import context_command, search_command, stats_command
 from engram.cli.serve import serve_command
@@ -70,5 +71,6 @@ main.add_command(demo_command)
 main.add_command(migrate_command)
 main.add_command(serve_command)
 main.add_command(keys_group)
+main.add_command(mcp_command)
 
 __all__ = ["EngramGroup", "main"]

@@ -27,13 +27,27 @@ from engram.tools.definitions import (
     get_messages_by_date,
     search_history,
 )
-from engram.tools.dispatcher import ERROR_TYPES, ToolError, decode_arguments, dispatch, validate
+from engram.tools.dispatcher import (
+    ERROR_TYPES,
+    ToolError,
+    decode_arguments,
+    dispatch,
+    is_error,
+    validate,
+)
 from engram.tools.loop import HISTORY_TOOLS_PROMPT, TurnResult, run_turn
-from engram.tools.memories import search_memories
+from engram.tools.memories import (
+    add_memory,
+    delete_memory,
+    edit_memory,
+    list_memories,
+    search_memories,
+)
 from engram.tools.registry import (
     TOOLS,
     Tool,
     ToolSession,
+    declared,
     describe,
     install,
     register,
@@ -69,12 +83,18 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'engram.tools' has no attribute {name!r}")
 
 
+#: Tools that list and change a scope's memories. Declared, not installed: a chat
+#: loop never offers them; an interface that does (the MCP server) passes them
+#: explicitly (see ``Tool.writes`` for the ones a read-only caller must not get).
+MEMORY_TOOLS = (list_memories, add_memory, edit_memory, delete_memory)
+
 __all__ = [
     "BUILTIN_TOOLS",
     "DEFAULT_MAX_RESULT_TOKENS",
     "ERROR_TYPES",
     "FLAVORS",
     "HISTORY_TOOLS_PROMPT",
+    "MEMORY_TOOLS",
     "TOOLS",
     "Length",
     "Range",
@@ -83,10 +103,12 @@ __all__ = [
     "ToolSession",
     "TurnResult",
     "cap_result",
+    "declared",
     "decode_arguments",
     "describe",
     "dispatch",
     "install",
+    "is_error",
     "register",
     "run_turn",
     "schemas",

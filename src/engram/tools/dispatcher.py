@@ -55,6 +55,7 @@ def dispatch(
     max_result_tokens: int = DEFAULT_MAX_RESULT_TOKENS,
     names: Iterable[str] | None = None,
     counter: TokenCounter | None = None,
+    registry: Mapping[str, Tool] | None = None,
 ) -> str:
     """Run the tool ``name`` for ``session`` and return its result as JSON text.
 
@@ -66,6 +67,7 @@ def dispatch(
         max_result_tokens: Cap of the result, in tokens.
         names: The tools offered to the model; others are "unknown_tool".
         counter: Counter for the cap (default: the exact storage counter).
+        registry: The tools to look ``name`` up in (default: :data:`TOOLS`).
 
     Returns:
         The result JSON, or ``{"error": {"type", "message"}}``.
@@ -79,7 +81,7 @@ def dispatch(
             f"max_result_tokens must be at least {MIN_RESULT_TOKENS}, got {max_result_tokens}"
         )
     try:
-        tool = _find(name, names)
+        tool = _find(name, names, TOOLS if registry is None else registry)
         values = validate(tool, decode_arguments(arguments))
         result = tool.func(session, **values)
         capped = cap_result(
@@ -160,16 +162,25 @@ def validate(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
     return values
 
 
-def _find(name: Any, names: Iterable[str] | None) -> Tool:
+def is_error(result: str) -> bool:
+    """Tell whether a :func:`dispatch` result is an error rather than the tool's answer."""
+    try:
+        decoded = json.loads(result)
+    except ValueError:
+        return True
+    return isinstance(decoded, dict) and isinstance(decoded.get("error"), dict)
+
+
+def _find(name: Any, names: Iterable[str] | None, registry: Mapping[str, Tool]) -> Tool:
     allowed = set(names) if names is not None else None
     if (
         not isinstance(name, str)
-        or name not in TOOLS
+        or name not in registry
         or (allowed is not None and name not in allowed)
     ):
-        offered = [n for n in TOOLS if allowed is None or n in allowed]
+        offered = [n for n in registry if allowed is None or n in allowed]
         raise ToolError("unknown_tool", f"no tool named {name!r}; available: {', '.join(offered)}")
-    return TOOLS[name]
+    return registry[name]
 
 
 def _check(tool: str, param: Param, value: Any) -> Any:

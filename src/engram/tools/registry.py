@@ -103,6 +103,7 @@ class Tool:
     parameters: JSON
     items_key: str | None = None
     drop_from: Literal["start", "end"] = "end"
+    writes: bool = False
 
     def schema(self, flavor: Flavor | str = "openai") -> JSON:
         """This tool's schema in one provider's shape (a fresh copy each call)."""
@@ -165,6 +166,7 @@ def describe(
     name: str | None = None,
     items_key: str | None = None,
     drop_from: Literal["start", "end"] = "end",
+    writes: bool = False,
 ) -> Tool:
     """The :class:`Tool` a typed function makes (see :mod:`engram.tools.schema`).
 
@@ -180,11 +182,15 @@ def describe(
         parameters=parameters_schema(params),
         items_key=items_key,
         drop_from=drop_from,
+        writes=writes,
     )
 
 
 def tool(
-    *, items_key: str | None = None, drop_from: Literal["start", "end"] = "end"
+    *,
+    items_key: str | None = None,
+    drop_from: Literal["start", "end"] = "end",
+    writes: bool = False,
 ) -> Callable[[F], F]:
     """Declare a tool: describe it now (errors surface at import), register nothing.
 
@@ -194,11 +200,23 @@ def tool(
 
     def wrap(target: F) -> F:
         target.engram_tool = describe(  # type: ignore[attr-defined]
-            target, items_key=items_key, drop_from=drop_from
+            target, items_key=items_key, drop_from=drop_from, writes=writes
         )
         return target
 
     return wrap
+
+
+def declared(func: Callable[..., JSON]) -> Tool:
+    """The :class:`Tool` a function declared with :func:`tool` carries.
+
+    Raises:
+        ConfigError: the function was not declared.
+    """
+    found = getattr(func, "engram_tool", None)
+    if not isinstance(found, Tool):
+        raise ConfigError(f"{func!r} is not a declared tool (use @tool or register)")
+    return found
 
 
 def install(described: Tool | Callable[..., JSON], replace: bool = False) -> Tool:
@@ -208,9 +226,7 @@ def install(described: Tool | Callable[..., JSON], replace: bool = False) -> Too
         ConfigError: the name is taken (unless ``replace``), or the function was
             not declared.
     """
-    found = described if isinstance(described, Tool) else getattr(described, "engram_tool", None)
-    if not isinstance(found, Tool):
-        raise ConfigError(f"{described!r} is not a declared tool (use @tool or register)")
+    found = described if isinstance(described, Tool) else declared(described)
     if found.name in TOOLS and not replace:
         raise ConfigError(f"a tool named {found.name!r} is already registered")
     TOOLS[found.name] = found
