@@ -95,7 +95,7 @@ class TestCalls:
         assert payload(results["get_memory_stats"])["total_messages"] == 2
         assert "pricing" in payload(results["get_message_by_id"])["content"]
         assert payload(results["search_memories"])["count"] == 1
-        assert payload(results["add_memory"])["stored"] is True
+        assert payload(results["add_memory"])["status"] == "created"
         assert (
             payload(results["edit_memory"])["memory"]["content"] == "The launch is planned for July"
         )

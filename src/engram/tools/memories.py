@@ -68,17 +68,19 @@ def add_memory(
     """Remember a short fact, preference or decision for later conversations of this project.
 
     A memory that repeats an existing one is not stored twice; past the
-    project's limit, the oldest or least useful memories are merged or dropped.
+    project's limit, the oldest or least useful memories are merged or dropped
+    (the result's status says which happened).
 
     Args:
         session: The bound session (hidden from the model).
         content: The memory, one or two sentences.
     """
-    memories = session.memories()
-    before = {memory.id for memory in memories.list()}
-    record = memories.create(content, source_session=session.id)
-    stored = record.id not in before and any(m.id == record.id for m in memories.list())
-    return {"stored": stored, "memory": _shown(record)}
+    created = session.memories().create(content, source_session=session.id)
+    return {
+        "status": created.status,
+        "memory": _shown(created),
+        "evicted": [_shown(memory) for memory in created.evicted],
+    }
 
 
 @tool(writes=True)
