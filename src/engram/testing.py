@@ -17,6 +17,7 @@ It serves ``POST /v1/chat/completions`` and ``GET /v1/models``. A request with
 ``"stream": true`` gets the same scripted answer as server-sent events: the
 text a few characters per chunk, the tool calls, then the usage when
 ``stream_options.include_usage`` asks for it.
+A response's ``chunk_delay`` paces the chunks (to test a client that leaves mid-stream).
 
 :class:`~engram.store.memory.MemoryStore` (``memory://NAME``) is a store that
 keeps everything in this process, for tests that need no file at all.
@@ -46,7 +47,8 @@ class FakeResponse:
 
     ``raw_body`` (when set) is sent as is, so a test can send garbage; else a
     chat completion is built from ``content`` / ``tool_calls``. ``delay`` is
-    slept before answering (interrupted when the server stops).
+    slept before answering (interrupted when the server stops); a streamed
+    answer also sleeps ``chunk_delay`` before each content chunk.
     """
 
     content: str | None = ""
@@ -58,6 +60,7 @@ class FakeResponse:
     content_type: str = "application/json"
     usage: JSON | None = None
     omit_usage: bool = False
+    chunk_delay: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,12 +352,31 @@ def _make_handler(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 self._send(response.status, response.raw_body, response.content_type)
                 return
             completion = fake._completion(request, response)
-            if request.body and request.body.get("stream") and response.status == 200:
-                options = request.body.get("stream_options") or {}
-                chunks = stream_chunks(completion, include_usage=bool(options.get("include_usage")))
-                events = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
-                self._send(200, (events + "data: [DONE]\n\n").encode(), "text/event-stream")
+            if request.body and request.body.get("stream") is True and response.status == 200:
+                self._stream(request.body, completion, response.chunk_delay)
                 return
             self._send(response.status, json.dumps(completion).encode(), "application/json")
+
+        def _stream(self, body: JSON, completion: JSON, chunk_delay: float) -> None:
+            options = body.get("stream_options")
+            with_usage = isinstance(options, dict) and options.get("include_usage") is True
+            chunks = stream_chunks(completion, include_usage=with_usage)
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for chunk in chunks:
+                    if (
+                        chunk_delay
+                        and chunk["choices"]
+                        and "content" in chunk["choices"][0].get("delta", {})
+                    ):
+                        if fake._stopping.wait(chunk_delay):
+                            return
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                self.wfile.write(b"data: [DONE]\n\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client went away mid-stream
 
     return Handler

@@ -1,0 +1,130 @@
+"""The upstream model endpoint, spoken to with httpx: answers, streams and errors as they are.
+
+An upstream error is not Engram's to interpret: :class:`UpstreamFailed` keeps
+its status and body so the client gets them unchanged. A call that takes
+longer than the configured timeout is :class:`~engram.errors.LLMTimeout`
+(504); an upstream that cannot be reached is :class:`~engram.errors.LLMError`
+(502).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+
+import httpx
+
+from engram.errors import LLMBadResponse, LLMError, LLMTimeout
+from engram.models import JSON
+from engram.proxy.settings import ProxySettings
+
+
+class UpstreamFailed(LLMError):
+    """The upstream answered with an error status; its body goes back to the client as is."""
+
+    def __init__(self, status: int, body: bytes, content_type: str) -> None:
+        super().__init__(f"the upstream model answered {status}")
+        self.status = status
+        self.body = body
+        self.content_type = content_type
+
+
+class Upstream:
+    """One connection pool to the upstream; close it with :meth:`aclose`."""
+
+    def __init__(self, settings: ProxySettings) -> None:
+        self.settings = settings
+        headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+        self._client = httpx.AsyncClient(
+            base_url=settings.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(settings.timeout),
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._client.aclose()
+
+    async def complete(self, body: JSON) -> JSON:
+        """One chat completion, decoded.
+
+        Raises:
+            UpstreamFailed: an error status. LLMTimeout: too slow.
+            LLMError: unreachable. LLMBadResponse: not a JSON object.
+        """
+        with _translated(self.settings.timeout):
+            response = await self._client.post("/chat/completions", json=body)
+        await _check(response)
+        try:
+            decoded = response.json()
+        except ValueError:
+            raise LLMBadResponse("the upstream model answered something that is not JSON") from None
+        if not isinstance(decoded, dict) or not isinstance(decoded.get("choices"), list):
+            raise LLMBadResponse("the upstream model's answer is not a chat completion")
+        return decoded
+
+    @asynccontextmanager
+    async def stream(self, body: JSON) -> AsyncIterator[AsyncIterator[JSON]]:
+        """A streamed chat completion: yields an iterator of the decoded chunks.
+
+        Raises:
+            UpstreamFailed, LLMTimeout, LLMError: as :meth:`complete`, before the first chunk.
+        """
+        with _translated(self.settings.timeout):
+            request = self._client.build_request("POST", "/chat/completions", json=body)
+            response = await self._client.send(request, stream=True)
+        try:
+            await _check(response)
+            yield _events(response, self.settings.timeout)
+        finally:
+            await response.aclose()
+
+    async def models(self) -> tuple[int, bytes, str]:
+        """The upstream's ``GET /models`` answer: status, body, content type."""
+        with _translated(self.settings.timeout):
+            response = await self._client.get("/models")
+        return response.status_code, response.content, _content_type(response)
+
+
+async def _events(response: httpx.Response, seconds: float) -> AsyncIterator[JSON]:
+    """The JSON chunks of a server-sent-events body, up to ``[DONE]``."""
+    with _translated(seconds):
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                return
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise LLMBadResponse(
+                    "the upstream model streamed a chunk that is not JSON"
+                ) from None
+            if isinstance(chunk, dict):
+                yield chunk
+
+
+async def _check(response: httpx.Response) -> None:
+    if response.status_code >= 400:
+        body = await response.aread()
+        raise UpstreamFailed(response.status_code, body, _content_type(response))
+
+
+def _content_type(response: httpx.Response) -> str:
+    return str(response.headers.get("content-type", "application/json"))
+
+
+@contextmanager
+def _translated(timeout: float) -> Iterator[None]:
+    """Turn httpx's transport errors into Engram's."""
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise LLMTimeout(
+            f"the upstream model did not answer within {timeout:g} seconds (upstream timeout)"
+        ) from exc
+    except httpx.TransportError as exc:
+        raise LLMError(f"the upstream model cannot be reached: {exc}") from exc

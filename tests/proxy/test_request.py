@@ -1,0 +1,124 @@
+"""The proxy's pure parts: which session a request continues, and how it is translated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engram import tools
+from engram.errors import InvalidMessage
+from engram.proxy import InvalidRequest, MissingSession, find_target, parse_request
+from engram.tools.loop import DEFAULT_RESERVE, HISTORY_TOOLS_PROMPT
+
+BODY: dict[str, Any] = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+
+
+class TestTarget:
+    def test_header_wins_over_every_other_source(self) -> None:
+        body = {**BODY, "metadata": {"session_id": "m"}, "prompt_cache_key": "p", "user": "u"}
+        target = find_target({"X-Engram-Session": "h", "X-Engram-Scope": "proj"}, body)
+        assert (target.scope, target.session, target.source) == ("proj", "h", "header")
+
+    @pytest.mark.parametrize(
+        ("extra", "session", "source"),
+        [
+            (
+                {"metadata": {"session_id": "m", "scope": "s"}, "prompt_cache_key": "p"},
+                "m",
+                "metadata",
+            ),
+            ({"prompt_cache_key": "p", "user": "u"}, "p", "prompt_cache_key"),
+            ({"user": "u"}, "u", "user"),
+        ],
+    )
+    def test_then_metadata_then_prompt_cache_key_then_user(
+        self, extra: dict[str, Any], session: str, source: str
+    ) -> None:
+        target = find_target({}, {**BODY, **extra})
+        assert (target.session, target.source) == (session, source)
+
+    def test_metadata_scope_and_no_scope(self) -> None:
+        assert find_target({}, {**BODY, "metadata": {"session_id": "m", "scope": "s"}}).scope == "s"
+        assert find_target({}, {**BODY, "user": "u"}).scope is None
+
+    @pytest.mark.parametrize(
+        "extra", [{}, {"user": ""}, {"user": 5}, {"metadata": {"session_id": " "}}]
+    )
+    def test_no_session_is_refused_never_defaulted(self, extra: dict[str, Any]) -> None:
+        with pytest.raises(MissingSession, match="X-Engram-Session") as refused:
+            find_target({}, {**BODY, **extra})
+        assert refused.value.field == "X-Engram-Session"
+
+    def test_unusable_ids_are_refused(self) -> None:
+        with pytest.raises(InvalidMessage, match="session id"):
+            find_target({"x-engram-session": "a\x00b"}, BODY)
+
+
+class TestRequest:
+    def test_system_messages_are_instructions_not_history(self) -> None:
+        body = {
+            **BODY,
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "developer", "content": [{"type": "text", "text": "Use SI units."}]},
+                {"role": "user", "content": "hi"},
+            ],
+            "max_completion_tokens": 300,
+        }
+        chat = parse_request(body)
+        assert chat.new == [{"role": "user", "content": "hi"}]
+        assert chat.system == "Be brief.\n\nUse SI units."
+        assert chat.reserve == 300
+        assert chat.system_prompt(True) == f"Be brief.\n\nUse SI units.\n\n{HISTORY_TOOLS_PROMPT}"
+        assert parse_request(BODY).reserve == DEFAULT_RESERVE
+        assert parse_request({**BODY, "max_tokens": 50}).reserve == 50
+
+    def test_upstream_body_keeps_the_clients_parameters(self) -> None:
+        client_tool = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
+        body = {
+            **BODY,
+            "temperature": 0.2,
+            "tools": [client_tool],
+            "tool_choice": "auto",
+            "metadata": {"session_id": "s", "scope": "p", "trace": "t1"},
+            "stream": True,
+        }
+        chat = parse_request(body)
+        sent = chat.upstream_body(
+            [{"role": "user", "content": "ctx"}], [client_tool, *tools.schemas()]
+        )
+        assert sent["model"] == "gpt-4o-mini" and sent["temperature"] == 0.2
+        assert sent["messages"] == [{"role": "user", "content": "ctx"}]
+        assert [t["function"]["name"] for t in sent["tools"]] == ["get_weather", *tools.TOOLS]
+        assert sent["metadata"] == {"trace": "t1"}
+        assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+        bare = chat.upstream_body([], [])
+        assert "tools" not in bare and "tool_choice" not in bare
+        assert body["metadata"] == {"session_id": "s", "scope": "p", "trace": "t1"}  # untouched
+
+    @pytest.mark.parametrize(
+        ("body", "field"),
+        [
+            ([], "body"),
+            ({"messages": BODY["messages"]}, "model"),
+            ({"model": "m", "messages": []}, "messages"),
+            ({**BODY, "n": 2}, "n"),
+            ({**BODY, "max_tokens": 0}, "max_tokens"),
+            ({**BODY, "max_completion_tokens": True}, "max_completion_tokens"),
+            ({**BODY, "tools": {"a": 1}}, "tools"),
+            ({**BODY, "tools": [{"type": "function"}]}, "tools"),
+            (
+                {**BODY, "tools": [{"type": "function", "function": {"name": "search_history"}}]},
+                "tools",
+            ),
+        ],
+    )
+    def test_bad_requests_name_the_field(self, body: Any, field: str) -> None:
+        with pytest.raises(InvalidRequest) as refused:
+            parse_request(body)
+        assert refused.value.field == field
+
+    def test_a_message_that_is_not_an_object(self) -> None:
+        with pytest.raises(InvalidMessage, match=r"messages\[0\]"):
+            parse_request({**BODY, "messages": ["hi"]})
