@@ -22,6 +22,7 @@ from engram.models import JSON
 from engram.proxy.request import ChatRequest
 from engram.session import Session
 from engram.tokens import count_tools, counter_for_model
+from engram.tools.loop import result_cap
 
 #: Metadata key of the first stored message of a request sent with an idempotency key.
 IDEMPOTENCY_KEY = "idempotency_key"
@@ -35,6 +36,7 @@ class Round:
 
     messages: list[JSON]
     offered: list[JSON]
+    room: int
     prompt_tokens: int
     stored_tokens: int
     pending_compaction: bool
@@ -68,8 +70,9 @@ def build_round(
         offered += tools.schemas("openai")
     counter = counter_for_model(request.model)
     total = budget if budget is not None else session.policy.default_budget
+    tools_tokens = count_tools(counter, offered)
     ctx = session.context(
-        total - count_tools(counter, offered),
+        total - tools_tokens,
         reserve=request.reserve,
         system=request.system_prompt(engram_tools),
         model=request.model,
@@ -78,21 +81,32 @@ def build_round(
     return Round(
         messages=list(ctx.messages),
         offered=offered,
+        room=max(0, total - tools_tokens - request.reserve),
         prompt_tokens=ctx.tokens,
         stored_tokens=info.token_count if info else 0,
         pending_compaction=ctx.pending_compaction,
     )
 
 
-def run_engram_calls(session: Session, message: Mapping[str, Any], ours: Sequence[JSON]) -> None:
-    """Run Engram's tool calls of an answer; store the answer's call message and their results."""
+def run_engram_calls(
+    session: Session, message: Mapping[str, Any], ours: Sequence[JSON], room: int
+) -> None:
+    """Run Engram's tool calls of an answer; store the answer's call message and their results.
+
+    Each result is capped like the chat loop's, at a share of the prompt ``room``.
+    """
     names = list(tools.TOOLS)
+    cap = result_cap(room, len(ours))
     results: list[JSON] = [
         {
             "role": "tool",
             "tool_call_id": call["id"],
             "content": tools.dispatch(
-                session, call["function"]["name"], call["function"].get("arguments"), names=names
+                session,
+                call["function"]["name"],
+                call["function"].get("arguments"),
+                names=names,
+                max_result_tokens=cap,
             ),
         }
         for call in ours

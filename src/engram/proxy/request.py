@@ -18,7 +18,7 @@ from typing import Any
 from engram import tools
 from engram.errors import InvalidMessage, InvalidQuery
 from engram.models import JSON
-from engram.tools.loop import DEFAULT_RESERVE, HISTORY_TOOLS_PROMPT
+from engram.tools.loop import DEFAULT_RESERVE, system_prompt
 
 #: Body keys Engram replaces or removes before the request goes upstream.
 _REPLACED = frozenset({"messages", "tools", "stream", "stream_options"})
@@ -85,13 +85,7 @@ class ChatRequest:
 
     def system_prompt(self, with_engram_tools: bool) -> str | None:
         """The client's instructions, followed by the history tools' guide when they are offered."""
-        if not with_engram_tools:
-            return self.system
-        return (
-            f"{self.system.rstrip()}\n\n{HISTORY_TOOLS_PROMPT}"
-            if self.system
-            else HISTORY_TOOLS_PROMPT
-        )
+        return system_prompt(self.system, with_engram_tools)
 
 
 def parse_request(body: object) -> ChatRequest:

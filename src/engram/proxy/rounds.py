@@ -113,7 +113,7 @@ class ProxyTurn:
             self.report.add_usage(answer.get("usage"))
             choices = answer.get("choices") or [{}]
             message = dict(choices[0].get("message") or {})
-            theirs = await self._tool_calls(message, last)
+            theirs = await self._tool_calls(message, built, last)
             if theirs is None:
                 continue
             return self._shaped(answer, message, theirs)
@@ -145,7 +145,7 @@ class ProxyTurn:
             await stack.aclose()
             self.report.add_usage(gathered.usage)
             message = gathered.message()
-            theirs = await self._tool_calls(message, last)
+            theirs = await self._tool_calls(message, built, last)
             if theirs is None:
                 continue
             if not theirs:  # an empty answer: relayed as it came
@@ -163,7 +163,7 @@ class ProxyTurn:
         self.report.saw(built)
         return built
 
-    async def _tool_calls(self, message: JSON, last: bool) -> list[JSON] | None:
+    async def _tool_calls(self, message: JSON, built: Round, last: bool) -> list[JSON] | None:
         """Handle an answer's tool calls; return those that go back to the client.
 
         None means Engram ran them all and another round follows; otherwise the
@@ -174,7 +174,7 @@ class ProxyTurn:
         ours = [c for c in calls if _name(c) in tools.TOOLS]
         theirs = [c for c in calls if _name(c) not in tools.TOOLS]
         if ours and not last:
-            await _offload(run_engram_calls, self.session, message, ours)
+            await _offload(run_engram_calls, self.session, message, ours, built.room)
             if not theirs:
                 return None
             return theirs  # the call message is stored with Engram's results

@@ -44,7 +44,7 @@ from engram.errors import ConfigError, InvalidMessage, StoreError
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.models import JSON, Message
 from engram.tokens import TokenCounter, count_tools, counter_for_model
-from engram.tools.dispatcher import dispatch
+from engram.tools.dispatcher import dispatch, is_error
 from engram.tools.registry import TOOLS, schemas, select
 from engram.tools.results import DEFAULT_MAX_RESULT_TOKENS, MIN_RESULT_TOKENS
 from engram.tools.steps import fit_steps
@@ -304,7 +304,7 @@ def turn_steps(
         raise ConfigError(
             f"max_result_tokens must be at least {MIN_RESULT_TOKENS}, got {max_result_tokens}"
         )
-    prompt = _system_prompt(system, tool_prompt and bool(names))
+    prompt = system_prompt(system, tool_prompt and bool(names))
     turn = _Turn()
     asked = _unanswered(session, user_message) if retry else None
     turn.message_ids.append(asked.id if asked else session.add("user", user_message).id)
@@ -329,7 +329,7 @@ def turn_steps(
             _record(session, answer, turn)
         if not answer.tool_calls or last:
             break
-        cap = max_result_tokens or _result_cap(room, len(answer.tool_calls))
+        cap = max_result_tokens or result_cap(room, len(answer.tool_calls))
         step = _run_calls(session, answer, rounds, names, cap, counter, turn)
         if store_steps:
             stored = session.add_many(step)  # one transaction: a call never lacks its results
@@ -382,7 +382,8 @@ def _room(budget: int, reserve: int, tools_tokens: int) -> int:
     return room
 
 
-def _system_prompt(system: str | None, with_tools: bool) -> str | None:
+def system_prompt(system: str | None, with_tools: bool) -> str | None:
+    """The caller's system prompt, then :data:`HISTORY_TOOLS_PROMPT` when tools are offered."""
     if not with_tools:
         return system
     if system and system.strip():
@@ -390,7 +391,8 @@ def _system_prompt(system: str | None, with_tools: bool) -> str | None:
     return HISTORY_TOOLS_PROMPT
 
 
-def _result_cap(room: int, calls: int) -> int:
+def result_cap(room: int, calls: int) -> int:
+    """Cap of each tool result of a round of ``calls`` calls, in a prompt room of ``room``."""
     share = room // (RESULT_SHARE * max(1, calls))
     return max(MIN_RESULT_TOKENS, min(DEFAULT_MAX_RESULT_TOKENS, share))
 
@@ -487,7 +489,7 @@ def _run_calls(
         )
         text = dispatch(session, name, arguments, max_result_tokens=cap, names=names,
                         counter=counter)  # fmt: skip
-        turn.records.append(ToolCallRecord(name, arguments, _ok(text)))
+        turn.records.append(ToolCallRecord(name, arguments, not is_error(text)))
         results.append({"role": "tool", "content": text, "tool_call_id": call_id})
     if len(answer.tool_calls) > MAX_CALLS_PER_ROUND:
         turn.note(
@@ -496,14 +498,6 @@ def _run_calls(
         )
     assistant: JSON = {"role": "assistant", "content": answer.text or None, "tool_calls": calls}
     return [assistant, *results]
-
-
-def _ok(text: str) -> bool:
-    try:
-        decoded = json.loads(text)
-    except ValueError:
-        return False
-    return not (isinstance(decoded, dict) and isinstance(decoded.get("error"), dict))
 
 
 def _record(session: Session, answer: LLMResult, turn: _Turn) -> None:
