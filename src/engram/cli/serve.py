@@ -38,6 +38,13 @@ def is_loopback(host: str) -> bool:
     "--sample", is_flag=True, help="Load the bundled sample conversation when the store is empty."
 )
 @click.option(
+    "--upstream",
+    metavar="URL",
+    default=None,
+    help="OpenAI-compatible base URL the /v1/chat/completions proxy calls "
+    "(default: $ENGRAM_LLM_BASE_URL; key: $ENGRAM_LLM_API_KEY).",
+)
+@click.option(
     "--log-level",
     default="warning",
     show_default=True,
@@ -46,7 +53,13 @@ def is_loopback(host: str) -> bool:
 )
 @click.pass_context
 def serve_command(
-    ctx: click.Context, db: str | None, host: str, port: int, sample: bool, log_level: str
+    ctx: click.Context,
+    db: str | None,
+    host: str,
+    port: int,
+    sample: bool,
+    upstream: str | None,
+    log_level: str,
 ) -> None:
     """Serve the REST API (OpenAPI at /docs, metrics at /metrics)."""
     try:
@@ -59,6 +72,9 @@ def serve_command(
         ) from exc
     import engram
     from engram.cli.demo import DEMO_SCOPE, store_sample
+    from engram.proxy import ProxySettings
+
+    proxy = ProxySettings.from_env(base_url=upstream)
 
     with engram.open(store_url(ctx, db)) as mem:
         keys = _active_keys(mem)
@@ -70,8 +86,11 @@ def serve_command(
         if sample and not mem.scopes():
             store_sample(mem)
             click.echo(f"Loaded the sample conversation into scope {DEMO_SCOPE!r}.")
-        app = create_app(mem, ServerSettings())
+        app = create_app(mem, ServerSettings(proxy=proxy))
         _announce(mem.url, host, port, keys)
+        if proxy is not None:
+            click.echo(f"  proxy      {_base(host, port)}/v1/chat/completions -> {proxy.base_url}")
+        click.echo(f"  MCP        {_base(host, port)}/mcp")
         # uvicorn stops gracefully on SIGINT/SIGTERM, then raises the signal again with the
         # handlers found at start: quiet ones let this command close Engram and exit 0.
         for stop in (signal.SIGINT, signal.SIGTERM):
@@ -92,8 +111,12 @@ def _active_keys(mem: Engram) -> int:
         return 0
 
 
+def _base(host: str, port: int) -> str:
+    return f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+
+
 def _announce(url: str, host: str, port: int, keys: int) -> None:
-    base = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+    base = _base(host, port)
     if keys:
         click.echo(f"Engram on {url}: {keys} API key(s); every /v1 request needs one.")
         auth = ' -H "Authorization: Bearer $ENGRAM_KEY"'

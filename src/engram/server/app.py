@@ -27,8 +27,9 @@ from engram.server.auth import KeyCheck
 from engram.server.deps import ERROR_RESPONSES, RIGHTS_KEY, enforce_rights, rights_of
 from engram.server.errors import install_error_handlers
 from engram.server.limits import BodyLimit
+from engram.server.mcp_mount import mount_mcp
 from engram.server.metrics import ServerMetrics
-from engram.server.routes import RESOURCES, health
+from engram.server.routes import RESOURCES, health, proxy
 from engram.server.settings import ServerSettings
 
 DESCRIPTION = """Conversation memory for LLM applications, as a service.
@@ -90,6 +91,10 @@ def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAP
     dashboard.install(app)  # the pages at / (outside the API document), behind the same keys
     for router in RESOURCES:
         include_v1(app, router)
+    if settings.proxy is not None:
+        proxy.install(app, settings.proxy)
+    if settings.mcp:
+        mount_mcp(app)
     app.add_middleware(_Timed, metrics=metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     return app

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engram.proxy.settings import ProxySettings
 from engram.store.base import MAX_PAGE
 
 #: Largest request body accepted, in bytes (a batch of large messages fits).
@@ -33,6 +34,10 @@ class ServerSettings:
         title: The API's title in the OpenAPI document.
         extra_links: Names and paths printed by ``engram serve`` at start-up
             (other interfaces mounted on the app add theirs).
+        proxy: The upstream model endpoint of ``/v1/chat/completions`` (None:
+            the proxy answers that no upstream is configured).
+        mcp: Serve MCP over streamable HTTP at ``/mcp`` (when the ``mcp`` extra
+            is installed).
 
     """
 
@@ -40,3 +45,5 @@ class ServerSettings:
     key_cache_seconds: float = KEY_CACHE_SECONDS
     title: str = "Engram"
     extra_links: dict[str, str] = field(default_factory=dict)
+    proxy: ProxySettings | None = None
+    mcp: bool = True

@@ -13,6 +13,7 @@ from engram.server.routes import (
     context,
     memories,
     messages,
+    proxy,
     retrieval,
     scopes,
     sessions,
@@ -27,6 +28,7 @@ RESOURCES: tuple[APIRouter, ...] = (
     retrieval.router,
     compaction.router,
     memories.router,
+    proxy.router,
 )
 
 __all__ = ["RESOURCES"]
