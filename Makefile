@@ -37,8 +37,9 @@ test: $(STAMP) $(CHROMIUM)
 
 # About 20 minutes: the core benchmark on SQLite (1K-1M messages), the same side by side
 # with PostgreSQL (1K-100K), the compaction savings curve (2,000 turns per preset), the
-# retrieval benchmark (recall per search step, latency at 100K messages), and the Agents
-# SDK's SQLiteSession beside EngramSession on a 100K-item session.
+# retrieval benchmark (recall per search step, latency at 100K messages), the Agents
+# SDK's SQLiteSession beside EngramSession on a 100K-item session, and the time the
+# proxy adds to a completion on a 100K-message session.
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.run --backends sqlite,postgres --sizes 1000,10000,100000 --name core-sqlite-postgres
@@ -48,6 +49,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.retrieval.run --backends sqlite,postgres
 	$(BIN)/python -m benchmarks.agents_session
 	$(BIN)/python -m benchmarks.dashboard
+	$(BIN)/python -m benchmarks.proxy
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

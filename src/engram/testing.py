@@ -304,6 +304,9 @@ def _make_handler(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         # HTTP/1.0: one request per connection, so no keep-alive thread outlives stop().
         protocol_version = "HTTP/1.0"
+        # Headers and body are separate writes: without TCP_NODELAY, Nagle's algorithm and
+        # the client's delayed ACK hold every answer back by tens of milliseconds.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             """Stay quiet: tests read ``fake.requests`` instead."""

@@ -422,3 +422,30 @@ class TestKeys:
             with _client(url, api_key=writer) as client:
                 client.chat.completions.create(model="m", messages=hi, user="chat-1")
         assert _history(mem) == [("user", "hi"), ("assistant", "ok: hi")]
+
+
+@pytest.mark.slow
+def test_engram_serve_upstream_proxies(tmp_path: Path, upstream: FakeLLMServer) -> None:
+    """``engram serve --upstream URL`` as users run it, in its own process."""
+    from tests.server.live import LiveServer
+
+    url = f"sqlite:///{tmp_path / 'served.db'}"
+    upstream.reply("served")
+    with LiveServer(url, "--upstream", upstream.base_url) as server, _client(server.base_url) as c:
+        answer = c.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], extra_headers=SESSION
+        )
+    assert answer.choices[0].message.content == "served"
+    assert "/v1/chat/completions" in server.output
+    with engram.open(url, llm=None) as mem:
+        assert [m.content for m in mem.session("chat-1", "proj").messages()] == ["hi", "served"]
+
+
+def test_without_an_upstream_the_proxy_says_so(mem: Engram) -> None:
+    with serving(create_app(mem, ServerSettings())) as url, _client(url) as client:
+        with pytest.raises(openai.APIStatusError) as refused:
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}], extra_headers=SESSION
+            )
+    assert refused.value.status_code == 503 and "--upstream" in refused.value.message
+    assert mem.scopes() == []

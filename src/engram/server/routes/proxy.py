@@ -15,7 +15,6 @@ from typing import Any
 from fastapi import FastAPI, Header, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from engram.errors import ConfigError
 from engram.proxy import (
     InvalidRequest,
     ProxySettings,
@@ -27,6 +26,7 @@ from engram.proxy import (
 )
 from engram.server.auth import Caller
 from engram.server.deps import READ, CallerDep, EngramDep, v1_router
+from engram.server.errors import NotReady
 
 router = v1_router("proxy")
 
@@ -34,8 +34,8 @@ router = v1_router("proxy")
 DEFAULT_SCOPE = "default"
 
 
-class NoUpstream(ConfigError):
-    """The server was started without an upstream model endpoint."""
+class NoUpstream(NotReady):
+    """The server was started without an upstream model endpoint (503)."""
 
 
 def install(app: FastAPI, settings: ProxySettings) -> None:
@@ -81,7 +81,7 @@ async def chat_completions(
 
 
 @router.get("/models", summary="The upstream's models", response_model=None, openapi_extra=READ)
-async def models(request: Request, caller: CallerDep) -> Response:
+async def models(request: Request) -> Response:
     """The upstream's model list, as it answers it."""
     status, body, content_type = await _upstream(request).models()
     return Response(body, status_code=status, media_type=content_type)
