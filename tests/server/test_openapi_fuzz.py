@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, settings
 from schemathesis import checks
 
 import engram
+from engram.proxy import ProxySettings
 from engram.server import ServerSettings, create_app
+from engram.testing import FakeLLMServer
 
 #: Examples per operation: enough to reach every status path, small enough for make test.
 EXAMPLES = 8
@@ -45,16 +47,18 @@ schema = schemathesis.openapi.from_dict(_document())
 
 @pytest.fixture(scope="module", autouse=True)
 def served_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The app under test, over SQLite with a session, messages, a memory and an admin key."""
+    """The app under test, over SQLite with a session, messages, a memory and an admin key;
+    the proxy's upstream is the scripted model."""
     path: Path = tmp_path_factory.mktemp("fuzz") / "fuzz.db"
-    with engram.open(f"sqlite:///{path}", llm=None) as mem:
+    with engram.open(f"sqlite:///{path}", llm=None) as mem, FakeLLMServer() as upstream:
         chat = mem.session("s", "p", policy="summary_buffer")
         chat.add_many(
             [{"role": "user", "content": "pricing"}, {"role": "assistant", "content": "ok"}]
         )
         mem.memories("p").create("A memory to find.")
         _state["key"] = mem.api_keys().create(admin=True).secret
-        _state["app"] = create_app(mem, ServerSettings(key_cache_seconds=60))
+        proxy = ProxySettings(upstream.base_url, timeout=10)
+        _state["app"] = create_app(mem, ServerSettings(key_cache_seconds=60, proxy=proxy))
         yield
 
 

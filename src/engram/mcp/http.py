@@ -38,21 +38,32 @@ class McpHttp:
 
     def __init__(self, engram: Engram, authorize: Authorize) -> None:
         self._authorize = authorize
-        self._manager = StreamableHTTPSessionManager(
-            app=build_server(engram, _binding), stateless=True, json_response=True
-        )
+        self._server = build_server(engram, _binding)
+        self._manager: StreamableHTTPSessionManager | None = None
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        """Keep the session manager's task group open while the app serves."""
-        async with self._manager.run():
-            yield
+        """Keep a session manager's task group open while the app serves.
+
+        A manager runs once, so each start of the app (tests start one app
+        many times) gets a fresh one.
+        """
+        manager = StreamableHTTPSessionManager(app=self._server, stateless=True, json_response=True)
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Authorize the request, then hand it to the MCP transport."""
         decided = await self._authorize(Request(scope, receive))
         if isinstance(decided, Response):
             await decided(scope, receive, send)
+            return
+        if self._manager is None:
+            await Response("the MCP server is not running", status_code=503)(scope, receive, send)
             return
         scope[BINDING_KEY] = decided
         await self._manager.handle_request(scope, receive, send)

@@ -35,17 +35,25 @@ class Upstream:
 
     def __init__(self, settings: ProxySettings) -> None:
         self.settings = settings
-        headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-        self._client = httpx.AsyncClient(
-            base_url=settings.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(settings.timeout),
-            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
-        )
+        self._pool: httpx.AsyncClient | None = None
+
+    @property
+    def _client(self) -> httpx.AsyncClient:
+        """The connection pool, opened on first use (again after :meth:`aclose`)."""
+        if self._pool is None or self._pool.is_closed:
+            key = self.settings.api_key
+            self._pool = httpx.AsyncClient(
+                base_url=self.settings.base_url,
+                headers={"Authorization": f"Bearer {key}"} if key else {},
+                timeout=httpx.Timeout(self.settings.timeout),
+                limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
+            )
+        return self._pool
 
     async def aclose(self) -> None:
-        """Close the connection pool."""
-        await self._client.aclose()
+        """Close the connection pool (the app shuts down; a restart opens a new one)."""
+        if self._pool is not None:
+            await self._pool.aclose()
 
     async def complete(self, body: JSON) -> JSON:
         """One chat completion, decoded.

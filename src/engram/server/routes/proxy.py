@@ -50,7 +50,12 @@ def install(app: FastAPI, settings: ProxySettings) -> None:
     "/chat/completions",
     summary="An OpenAI chat completion with Engram's memory",
     response_model=None,
-    responses={200: {"description": "A chat completion, or server-sent events when streaming."}},
+    responses={
+        200: {
+            "description": "A chat completion, or server-sent events when streaming.",
+            "content": {"application/json": {}, "text/event-stream": {}},
+        }
+    },
 )
 async def chat_completions(
     request: Request,
