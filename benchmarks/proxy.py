@@ -159,6 +159,7 @@ def _summary(
         "run": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"{platform.platform()}",
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "session_messages": args.messages,
         "pairs": args.pairs,
         "prompt_messages": prompt_messages,
@@ -189,7 +190,8 @@ def _markdown(r: dict[str, Any]) -> str:
         [
             "# Proxy overhead",
             "",
-            f"Run {r['run']} on {r['machine']}.",
+            f"Run {r['run']} on {r['machine']}; load average {r['load_average']} "
+            "(the machine is shared: other processes ran during the measurement).",
             f"Session of {r['session_messages']:,} messages; {r['pairs']} interleaved pairs "
             "of calls (direct to the scripted upstream, then through `engram serve "
             f"--upstream`); the direct call sends the {r['prompt_messages']} messages the "
