@@ -103,10 +103,9 @@ class ProxyTurn:
 
     async def complete(self) -> JSON:
         """Run the turn without streaming; return the client's chat completion."""
-        await _offload(store_new, self.session, self.request, self.idempotency_key)
         for number in range(1, self.settings.max_rounds + 1):
             last = number == self.settings.max_rounds
-            built = await self._round(last)
+            built = await self._round(last, first=number == 1)
             answer = await self.upstream.complete(
                 self.request.upstream_body(built.messages, built.offered)
             )
@@ -125,10 +124,9 @@ class ProxyTurn:
         Everything up to the first text (or the end of a round) happens
         before this returns, so errors still become ordinary error responses.
         """
-        await _offload(store_new, self.session, self.request, self.idempotency_key)
         for number in range(1, self.settings.max_rounds + 1):
             last = number == self.settings.max_rounds
-            built = await self._round(last)
+            built = await self._round(last, first=number == 1)
             body = self.request.upstream_body(built.messages, built.offered)
             stack = AsyncExitStack()
             chunks = await stack.enter_async_context(self.upstream.stream(body))
@@ -156,10 +154,20 @@ class ProxyTurn:
 
     # -- steps --------------------------------------------------------------------------
 
-    async def _round(self, last: bool) -> Round:
-        built = await _offload(
-            build_round, self.session, self.request, engram_tools=not last, budget=self.budget
-        )
+    async def _round(self, last: bool, *, first: bool) -> Round:
+        """Build a round's prompt (the first round also stores the new messages).
+
+        Both happen in one worker-thread call: one hop fewer on the request's path.
+        """
+
+        def work() -> Round:
+            if first:
+                store_new(self.session, self.request, self.idempotency_key)
+            return build_round(
+                self.session, self.request, engram_tools=not last, budget=self.budget
+            )
+
+        built = await anyio.to_thread.run_sync(work)
         self.report.saw(built)
         return built
 
