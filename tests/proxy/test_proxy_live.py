@@ -118,8 +118,12 @@ class TestCompletions:
     def test_engram_tool_rounds_run_inside_and_usage_is_the_sum(
         self, base_url: str, mem: Engram, upstream: FakeLLMServer
     ) -> None:
-        mem.session("chat-1", "proj").add("user", "We decided the price is 20 dollars per seat")
-        upstream.reply_tool_calls([{"name": "search_history", "arguments": {"query": "price"}}])
+        said = mem.session("chat-1", "proj").add(
+            "user", "We decided the price is 20 dollars per seat"
+        )
+        upstream.reply_tool_calls(
+            [{"name": "get_message_by_id", "arguments": {"message_id": said.id}}]
+        )
         upstream.reply("It was 20 dollars per seat.")
         with _client(base_url) as client:
             raw = client.chat.completions.with_raw_response.create(
