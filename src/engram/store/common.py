@@ -7,11 +7,11 @@ of them live here once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from engram.models import JSON
+from engram.models import JSON, Message
 from engram.store.base import MAX_PAGE
 
 
@@ -64,3 +64,21 @@ def split_audit_event(event: Mapping[str, Any]) -> tuple[JSON, datetime]:
     body = dict(event)
     body.pop("id", None)
     return body, audit_time(body.pop("at", None))
+
+
+def messages_between(
+    messages: Iterable[Message],
+    start: datetime,
+    end: datetime,
+    *,
+    limit: int,
+    roles: Sequence[str] | None = None,
+) -> list[Message]:
+    """``start <= created_at < end`` (and one of ``roles``), oldest first, clamped: for scans."""
+    low, high = utc(start), utc(end)
+    wanted = set(roles) if roles is not None else None
+    rows = [
+        m for m in messages if low <= m.created_at < high and (wanted is None or m.role in wanted)
+    ]
+    rows.sort(key=lambda m: (m.created_at, m.id))
+    return rows[: clamp(limit)]

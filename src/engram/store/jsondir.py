@@ -56,6 +56,7 @@ from engram.search_query import SearchQuery
 from engram.store import jsondir_search, jsondoc
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
+from engram.store.common import messages_between
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
 from engram.store.jsondir_files import SCOPE_FILE, SESSIONS_DIR, JsonDirFiles, fsync_dir
@@ -428,15 +429,8 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
         roles: Sequence[str] | None = None,
     ) -> list[Message]:
         """Messages with ``start <= created_at < end``, oldest first."""
-        low, high = _utc(start), _utc(end)
-        wanted = set(roles) if roles is not None else None
-        rows = [
-            m
-            for m in self._scope_messages(scope, session)
-            if low <= m.created_at < high and (wanted is None or m.role in wanted)
-        ]
-        rows.sort(key=lambda m: (m.created_at, m.id))
-        return rows[: _clamp(limit)]
+        rows = self._scope_messages(scope, session)
+        return messages_between(rows, start, end, limit=limit, roles=roles)
 
     def _session_indexes(self, scope: str, session: str | None) -> list[SessionIndex]:
         sessions = [session] if session is not None else self._session_ids(scope)

@@ -34,8 +34,8 @@ from engram.search_index import index_zone
 from engram.search_query import SearchQuery, parse
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
+from engram.store.common import messages_between, split_audit_event
 from engram.store.common import now as _now
-from engram.store.common import split_audit_event
 from engram.store.common import utc as _utc
 from engram.store.memory_keys import MemoryApiKeys
 from engram.store.text_index import TextIndex, add_messages
@@ -282,14 +282,8 @@ class MemoryStore(MemoryApiKeys):
         roles: Sequence[str] | None = None,
     ) -> list[Message]:
         """Messages with ``start <= created_at < end``, oldest first."""
-        low, high = _utc(start), _utc(end)
-        rows = [
-            m
-            for m in self._scope_rows(scope, session)
-            if low <= m.created_at < high and (roles is None or m.role in roles)
-        ]
-        rows.sort(key=lambda m: (m.created_at, m.id))
-        return [_copy(m) for m in rows[: _clamp(limit)]]
+        rows = self._scope_rows(scope, session)
+        return [_copy(m) for m in messages_between(rows, start, end, limit=limit, roles=roles)]
 
     def _index(self, target: _Session, stored: list[Message]) -> None:
         add_messages(target.index, target.speakers, target.messages, stored, self.zone)
