@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 import psycopg
 from psycopg.types.json import Jsonb
 
-from engram.errors import ConfigError, NotFound
+from engram.errors import ConfigError, NotFound, StoreError
 from engram.models import JSON
 
 #: How long a claimed job stays reserved for its worker by default.
@@ -81,6 +81,19 @@ class _Pooled(Protocol):
         ...
 
 
+#: Inserts tried when the live job a dedupe key conflicts with keeps finishing meanwhile.
+ENQUEUE_ATTEMPTS = 5
+
+_INSERT_JOB = """
+    INSERT INTO jobs (kind, scope, session, payload, dedupe_key, run_after, max_attempts)
+    VALUES (%s, %s, %s, %s, %s, coalesce(%s, now()), %s)
+    ON CONFLICT (kind, dedupe_key)
+        WHERE dedupe_key IS NOT NULL AND status IN ('pending', 'running')
+    DO NOTHING
+    RETURNING id
+"""
+
+
 class JobQueue:
     """Enqueue, claim, complete and fail jobs in the ``jobs`` table of a PostgreSQL store."""
 
@@ -103,35 +116,29 @@ class JobQueue:
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> int:
         """Queue a job; return its id (the existing live job's id when ``dedupe_key`` matches)."""
+        params = (
+            kind,
+            scope,
+            session,
+            Jsonb(dict(payload or {})),
+            dedupe_key,
+            run_after,
+            max(1, int(max_attempts)),
+        )
         with self.store.connection() as conn:
-            row = conn.execute(
-                """
-                INSERT INTO jobs
-                    (kind, scope, session, payload, dedupe_key, run_after, max_attempts)
-                VALUES (%s, %s, %s, %s, %s, coalesce(%s, now()), %s)
-                ON CONFLICT (kind, dedupe_key)
-                    WHERE dedupe_key IS NOT NULL AND status IN ('pending', 'running')
-                DO NOTHING
-                RETURNING id
-                """,
-                (
-                    kind,
-                    scope,
-                    session,
-                    Jsonb(dict(payload or {})),
-                    dedupe_key,
-                    run_after,
-                    max(1, int(max_attempts)),
-                ),
-            ).fetchone()
-            if row is None:
-                row = conn.execute(
-                    "SELECT id FROM jobs WHERE kind = %s AND dedupe_key = %s "
-                    "AND status IN ('pending', 'running')",
-                    (kind, dedupe_key),
-                ).fetchone()
-            assert row is not None
-            return int(row[0])
+            # A conflicting live job may finish between the insert and the look-up:
+            # then nothing blocks the insert any more, so it is tried again.
+            for _ in range(ENQUEUE_ATTEMPTS):
+                row = conn.execute(_INSERT_JOB, params).fetchone()
+                if row is None:
+                    row = conn.execute(
+                        "SELECT id FROM jobs WHERE kind = %s AND dedupe_key = %s "
+                        "AND status IN ('pending', 'running')",
+                        (kind, dedupe_key),
+                    ).fetchone()
+                if row is not None:
+                    return int(row[0])
+        raise StoreError(f"could not enqueue {kind!r} job {dedupe_key!r}: it kept finishing")
 
     def claim(
         self, kinds: list[str] | None = None, *, lease: timedelta = DEFAULT_LEASE

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import psycopg
 import pytest
@@ -235,6 +237,37 @@ class TestJobs:
         assert job is not None and job.id == first
         queue.complete(first)
         assert queue.enqueue("compaction", scope="p", dedupe_key="p/s") != first
+
+    def test_dedupe_survives_the_live_job_finishing_between_insert_and_lookup(
+        self, store: PostgresStore
+    ) -> None:
+        """Regression: the conflicting job was done by the time it was looked up (500 in serve)."""
+        live = JobQueue(store, worker_id="w")
+        first = live.enqueue("compaction", scope="p", dedupe_key="p/s")
+        assert (job := live.claim()) is not None and job.id == first
+
+        class FinishFirst:
+            """Connections that complete the live job just before enqueue looks it up."""
+
+            @contextmanager
+            def connection(self) -> Iterator[Any]:
+                with store.connection() as conn:
+                    yield _Racing(conn)
+
+        class _Racing:
+            def __init__(self, conn: Any) -> None:
+                self.conn = conn
+
+            def execute(self, sql: str, params: Any = None) -> Any:
+                if sql.startswith("SELECT id FROM jobs") and live.get(first).status == "running":
+                    live.complete(first)
+                return self.conn.execute(sql, params)
+
+        again = JobQueue(FinishFirst(), worker_id="w").enqueue(  # type: ignore[arg-type]
+            "compaction", scope="p", dedupe_key="p/s"
+        )
+        assert again != first
+        assert live.get(again) is not None and live.get(again).status == "pending"
 
     def test_failure_retries_then_fails(self, store: PostgresStore) -> None:
         queue = JobQueue(store, worker_id="w")
