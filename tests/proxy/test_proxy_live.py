@@ -312,8 +312,11 @@ class TestAsync:
 
         answers = asyncio.run(main())
         # Every request is answered and every message stored exactly once; a request's
-        # prompt holds its own question (and any question stored before it was built).
-        assert len(answers) == 4 and all(a.startswith("ok: question ") for a in answers)
+        # prompt holds its own question (and any turn stored before it was built: the
+        # scripted model echoes the prompt's last message, which may be another request's
+        # answer when that request finished first).
+        assert len(answers) == 4 and all(a.startswith("ok: ") for a in answers)
+        assert all("question " in a for a in answers)
         history = _history(mem)
         assert sorted(c for r, c in history if r == "user") == [f"question {i}" for i in range(4)]
         assert sorted(c for r, c in history if r == "assistant") == sorted(answers)
