@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import engram
 from engram.cli import main
+from engram.cli.demo import DEMO_BUDGET, store_sample
 from engram.tokens import count_messages, counter_for_model
 from test_importers import chatgpt_export
 
@@ -342,6 +343,30 @@ class TestDemo:
         with engram.open(url) as mem:
             count = mem.session("phoenix-launch", scope="phoenix").stats()["total_messages"]
         assert 150 <= count <= 300  # imported once, not twice
+
+    def test_the_served_sample_is_replayed_turn_by_turn(self, tmp_path: Path) -> None:
+        # `engram serve --sample` (make run) stores the sample as lived: one real prompt
+        # per answer, so the dashboard's tokens chart and savings have turns to show.
+        replayed = f"sqlite:///{tmp_path / 'replayed.db'}"
+        imported = f"sqlite:///{tmp_path / 'imported.db'}"
+        with engram.open(replayed) as mem:
+            chat = store_sample(mem, replay_turns=True)
+            log = chat.prompt_log()
+            messages = [m.to_openai() for m in chat.messages(limit=1000)]
+            answers = sum(
+                1
+                for before, message in zip(messages, messages[1:], strict=False)
+                if message["role"] == "assistant" and before["role"] == "user"
+            )
+            assert log.turns == answers > 50
+            assert all(turn.sent_tokens <= turn.budget == DEMO_BUDGET for turn in log.recent)
+            assert 0 < log.sent_tokens < log.history_tokens
+            assert chat.policy.name == "summary_buffer"
+        with engram.open(imported) as mem:
+            plain = mem.session("phoenix-launch", scope="phoenix")
+            store_sample(mem)
+            assert [m.to_openai() for m in plain.messages(limit=1000)] == messages
+            assert plain.prompt_log().turns == 0
 
     def test_demo_subprocess(self, tmp_path: Path) -> None:
         exe = Path(sys.executable).parent / "engram"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -27,12 +28,15 @@ from engram.cli.query import context_lines
 from engram.engine import Engram, Session
 from engram.errors import CorruptedData
 from engram.importers import parse_jsonl
+from engram.models import JSON
 
 #: The bundled conversation, its scope and what the walkthrough asks for.
 SAMPLE_FILE = "sample_conversation.jsonl"
 DEMO_SCOPE = "phoenix"
 DEMO_BUDGET = 3000
 DEMO_POLICY = "lean"
+#: The sample session's stored policy: a summary and important data beside the recent turns.
+SAMPLE_POLICY = "summary_buffer"
 DEMO_MODEL = "gpt-4o-mini"
 DEMO_SYSTEM = (
     "You are the Phoenix launch assistant. You see only the latest messages; "
@@ -94,17 +98,55 @@ def _walkthrough(mem: Engram) -> None:
     click.echo("\nOn your own data: engram import FILE --session ID; engram context --session ID")
 
 
-def store_sample(mem: Engram) -> Session:
-    """Import the sample (once: a persistent ``--db`` that already has it is left alone)."""
+def store_sample(mem: Engram, *, replay_turns: bool = False) -> Session:
+    """Import the sample (once: a persistent ``--db`` that already has it is left alone).
+
+    With ``replay_turns`` the conversation is stored as it was lived: each
+    user message is followed by the prompt an assistant would have been sent
+    (a real :meth:`Session.context` call, recorded in the prompt log) before
+    its answer is stored, so the dashboard has turns to chart.
+    """
     chat: Session | None = None
     for batch in parse_jsonl(sample_bytes(), file=SAMPLE_FILE):
-        chat = mem.session(batch.session, scope=DEMO_SCOPE)
+        chat = mem.session(batch.session, scope=DEMO_SCOPE, policy=SAMPLE_POLICY)
         info = chat.info()
-        if info is None or not info.message_count:
+        if info is not None and info.message_count:
+            continue
+        if not replay_turns:
             chat.add_many(batch.messages)
+            continue
+        for exchange in _exchanges(batch.messages):
+            chat.add_many(exchange.asked)
+            if exchange.answers:
+                chat.context(DEMO_BUDGET, system=DEMO_SYSTEM, model=DEMO_MODEL)
+                chat.add_many(exchange.answers)
     if chat is None:
         raise CorruptedData(f"the bundled {SAMPLE_FILE} holds no messages")
     return chat
+
+
+@dataclass(frozen=True, slots=True)
+class _Exchange:
+    """What was said before an answer, and the answer (assistant and tool messages)."""
+
+    asked: list[JSON]
+    answers: list[JSON]
+
+
+def _exchanges(messages: list[JSON]) -> list[_Exchange]:
+    """Split a history at each answer: the messages before it, then the answer's run."""
+    out: list[_Exchange] = []
+    asked: list[JSON] = []
+    answers: list[JSON] = []
+    for message in messages:
+        answering = message.get("role") in ("assistant", "tool")
+        if not answering and answers:
+            out.append(_Exchange(asked, answers))
+            asked, answers = [], []
+        (answers if answering else asked).append(message)
+    if asked or answers:
+        out.append(_Exchange(asked, answers))
+    return out
 
 
 def _show_stored(chat: Session, url: str) -> int:

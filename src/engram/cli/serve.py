@@ -84,7 +84,7 @@ def serve_command(
                 "Create one with `engram keys create --admin`, or listen on 127.0.0.1."
             )
         if sample and not mem.scopes():
-            store_sample(mem)
+            store_sample(mem, replay_turns=True)
             click.echo(f"Loaded the sample conversation into scope {DEMO_SCOPE!r}.")
         app = create_app(mem, ServerSettings(proxy=proxy))
         _announce(mem.url, host, port, keys)
