@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -355,7 +356,7 @@ class TestDemo:
             messages = [m.to_openai() for m in chat.messages(limit=1000)]
             answers = sum(
                 1
-                for before, message in zip(messages, messages[1:], strict=False)
+                for before, message in itertools.pairwise(messages)
                 if message["role"] == "assistant" and before["role"] == "user"
             )
             assert log.turns == answers > 50
