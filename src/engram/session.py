@@ -15,7 +15,7 @@ from concurrent.futures import Future
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
-from engram import edits, searching
+from engram import edits, idempotency, searching
 from engram.checks import (
     MAX_CONTENT_BYTES,
     optional_message_id,
@@ -97,10 +97,24 @@ class Session:
         )
         return self._append([message])[0]
 
-    def add_many(self, messages: Iterable[Mapping[str, Any]]) -> list[Message]:
-        """Store many OpenAI-format messages in one transaction (all or none)."""
+    def add_many(
+        self, messages: Iterable[Mapping[str, Any]], *, idempotency_key: str | None = None
+    ) -> list[Message]:
+        """Store many OpenAI-format messages in one transaction (all or none).
+
+        With ``idempotency_key`` (a retried request's own key), a batch already
+        stored under that key among the newest messages is not stored again:
+        the messages stored the first time are returned.
+        """
         batch = self.check_many(messages)
-        return self._write(batch) if batch else []
+        if not batch:
+            return []
+        if idempotency_key is None:
+            return self._write(batch)
+        key = idempotency.check_key(idempotency_key)
+        with idempotency.lock(self._store, self.scope, self.id):
+            earlier = idempotency.stored(self._store, self.scope, self.id, key)
+            return earlier or self._write(idempotency.marked(batch, key))
 
     def check_many(self, messages: Iterable[Mapping[str, Any]]) -> list[NewMessage]:
         """Validate messages exactly as :meth:`add_many` would, writing nothing.

@@ -91,11 +91,12 @@ class TestConcurrentEnds:
 def test_scope_locks_do_not_accumulate(mem: Engram) -> None:
     import gc
 
+    from engram import named_lock
     from engram.memories import service
 
     for n in range(200):
         mem.memories(f"scope-{n}").list()
     gc.collect()
-    assert not any(key[1].startswith("scope-") for key in list(service._LOCKS))
+    assert not any(key[1].startswith("memories:scope-") for key in list(named_lock._SHARED))
     held = mem.memories("kept")
     assert service.scope_lock(mem.store, "kept").shared is held._lock.shared  # shared while alive

@@ -18,8 +18,9 @@ from tests.proxy.live import serving
 
 import engram
 from engram.engine import Engram
+from engram.idempotency import IDEMPOTENCY_KEY
 from engram.proxy import ProxySettings
-from engram.proxy.history import CUT_KEY, IDEMPOTENCY_KEY
+from engram.proxy.history import CUT_KEY
 from engram.server import ServerSettings, create_app
 from engram.testing import FakeLLMServer, FakeResponse
 

@@ -48,6 +48,18 @@ class TestMessages:
         assert error["type"] == "invalid_message" and "#1" in error["message"]
         assert api.get(MESSAGES).json()["messages"] == []
 
+    def test_a_retried_append_with_an_idempotency_key_stores_once(self, api: TestClient) -> None:
+        once = {"Idempotency-Key": "append-1"}
+        first = api.post(MESSAGES, json={"role": "user", "content": "hello"}, headers=once)
+        again = api.post(MESSAGES, json={"role": "user", "content": "hello"}, headers=once)
+        assert first.status_code == again.status_code == 201
+        assert again.json()["messages"] == first.json()["messages"]
+        assert len(api.get(MESSAGES).json()["messages"]) == 1
+        blank = api.post(
+            MESSAGES, json={"role": "user", "content": "x"}, headers={"Idempotency-Key": " "}
+        )
+        assert blank.status_code == 422 and "idempotency_key" in blank.json()["error"]["message"]
+
     def test_history_pages_with_a_cursor(self, api: TestClient) -> None:
         ids = _seed(api)
         first = api.get(MESSAGES, params={"limit": 2}).json()

@@ -27,8 +27,6 @@ from __future__ import annotations
 import builtins
 import copy
 import logging
-import threading
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -56,9 +54,9 @@ from engram.memories.records import (
     check_metadata,
     find_duplicate,
 )
-from engram.memories.scope_lock import ScopeLock, SharedScopeLock
 from engram.memories.search import rank
 from engram.models import JSON, MemoryRecord, Message
+from engram.named_lock import NamedLock, named_lock
 from engram.store import Store
 from engram.store.base import MAX_PAGE
 
@@ -72,26 +70,15 @@ MAX_LLM_STEPS = 3
 MAX_SCAN_PAGES = 20
 
 _T = TypeVar("_T")
-# Weak values: a scope's lock lives as long as some Memories object holds it, so a
-# server that touches millions of scopes does not keep a lock for each forever.
-_LOCKS: weakref.WeakValueDictionary[tuple[str, str], SharedScopeLock] = (
-    weakref.WeakValueDictionary()
-)
-_LOCKS_GUARD = threading.Lock()
 
 
-def scope_lock(store: Store, scope: str) -> ScopeLock:
+def scope_lock(store: Store, scope: str) -> NamedLock:
     """The lock serializing memory writes of one scope of one store.
 
     Across processes too, on a store that can lock its database (PostgreSQL). Every
     live ``Memories`` object of the scope shares it; it is dropped when none is left.
     """
-    key = (store.url, scope)
-    with _LOCKS_GUARD:
-        shared = _LOCKS.get(key)
-        if shared is None:
-            shared = _LOCKS[key] = SharedScopeLock()
-    return ScopeLock(shared, store, scope)
+    return named_lock(store, store.url, f"memories:{scope}")
 
 
 def bounded_client(llm: LLMClient, timeout: float) -> LLMClient:

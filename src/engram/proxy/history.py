@@ -1,8 +1,7 @@
 """What the proxy reads from and writes to a session (synchronous: run in a worker thread).
 
 * :func:`store_new` stores the client's new messages once: with an
-  idempotency key, a retry finds the key on a recent message and stores
-  nothing again.
+  idempotency key, a retry stores nothing again (:mod:`engram.idempotency`).
 * :func:`build_round` builds the budgeted context of one upstream call.
 * :func:`run_engram_calls` runs Engram's own tool calls of an answer and stores
   the call and its results in one transaction.
@@ -17,15 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram import tools
-from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.models import JSON
 from engram.proxy.request import ChatRequest
 from engram.session import Session
 from engram.tokens import count_tools, counter_for_model
 from engram.tools.loop import result_cap
 
-#: Metadata key of the first stored message of a request sent with an idempotency key.
-IDEMPOTENCY_KEY = "idempotency_key"
 #: Metadata key set on an answer the client stopped reading before its end.
 CUT_KEY = "cut"
 
@@ -42,19 +38,11 @@ class Round:
     pending_compaction: bool
 
 
-def store_new(session: Session, request: ChatRequest, idempotency_key: str | None) -> int:
-    """Store the request's new messages unless a retry already did; return how many were stored."""
-    if not request.new:
-        return 0
-    if idempotency_key and _seen(session, idempotency_key):
-        return 0
-    batch = [_clean(message) for message in request.new]
-    if idempotency_key:
-        batch[0]["metadata"] = {
-            **(batch[0].get("metadata") or {}),
-            IDEMPOTENCY_KEY: idempotency_key,
-        }
-    return len(session.add_many(batch))
+def store_new(session: Session, request: ChatRequest, idempotency_key: str | None) -> None:
+    """Store the request's new messages, unless a retry with the same key already did."""
+    if request.new:
+        batch = [_clean(message) for message in request.new]
+        session.add_many(batch, idempotency_key=idempotency_key or None)
 
 
 def build_round(
@@ -131,11 +119,6 @@ def store_answer(session: Session, message: Mapping[str, Any], *, cut: bool = Fa
     if cut:
         stored["metadata"] = {CUT_KEY: True}
     session.add_many([stored])
-
-
-def _seen(session: Session, key: str) -> bool:
-    recent = session.extended(MAX_EXTENDED_CONTEXT)
-    return any(message.metadata.get(IDEMPOTENCY_KEY) == key for message in recent)
 
 
 def _clean(message: Mapping[str, Any]) -> JSON:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Path, Query
+from fastapi import Header, Path, Query
 
 from engram.server.boundary import offload
 from engram.server.convert import message_out, messages_out
@@ -26,6 +26,15 @@ async def append_messages(
     scope: ScopePath,
     session: SessionPath,
     body: AppendIn,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            max_length=256,
+            description="A retry with the same key stores nothing again and answers the "
+            "messages the first attempt stored.",
+        ),
+    ] = None,
 ) -> AppendOut:
     """Append one message object, or ``{"messages": [...]}`` in one transaction (all or none)."""
     if isinstance(body, MessageBatchIn):
@@ -34,7 +43,9 @@ async def append_messages(
         batch, policy = [body.to_library()], None
 
     def append() -> AppendOut:
-        stored = engram.session(session, scope, policy=policy).add_many(batch)
+        stored = engram.session(session, scope, policy=policy).add_many(
+            batch, idempotency_key=idempotency_key
+        )
         return AppendOut(
             messages=messages_out(stored), count=len(stored), tokens=sum(m.tokens for m in stored)
         )

@@ -1,0 +1,81 @@
+"""A batch sent twice with one idempotency key is stored once, on every backend."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from engram import idempotency
+from engram.engine import Engram
+from engram.errors import InvalidMessage
+from engram.session import Session
+
+QUESTION = [{"role": "user", "content": "When is the launch?"}]
+
+
+def test_a_retry_stores_nothing_and_gets_the_first_messages_back(mem: Engram) -> None:
+    chat = mem.session("s", "proj")
+    first = chat.add_many(
+        [*QUESTION, {"role": "assistant", "content": "April 8."}], idempotency_key="turn-1"
+    )
+    again = chat.add_many(
+        [*QUESTION, {"role": "assistant", "content": "April 8."}], idempotency_key="turn-1"
+    )
+    assert [m.id for m in again] == [m.id for m in first] and len(first) == 2
+    assert [m.content for m in chat.messages()] == ["When is the launch?", "April 8."]
+    assert all(m.metadata[idempotency.IDEMPOTENCY_KEY] == "turn-1" for m in first)
+
+
+def test_other_keys_and_no_key_store_again(mem: Engram) -> None:
+    chat = mem.session("s", "proj")
+    chat.add_many(QUESTION, idempotency_key="turn-1")
+    chat.add_many(QUESTION, idempotency_key="turn-2")
+    chat.add_many(QUESTION)
+    chat.add_many(QUESTION)
+    assert len(chat.messages()) == 4
+    other = mem.session("other", "proj")  # a key is the session's own
+    assert len(other.add_many(QUESTION, idempotency_key="turn-1")) == 1
+
+
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [(7, "must be a string"), ("  ", "must not be blank"), ("k" * 257, "the limit is 256")],
+)
+def test_a_bad_key_is_refused_naming_it(mem: Engram, key: Any, says: str) -> None:
+    chat = mem.session("s", "proj")
+    with pytest.raises(InvalidMessage, match="idempotency_key") as refused:
+        chat.add_many(QUESTION, idempotency_key=key)
+    assert says in str(refused.value)
+    assert chat.messages() == []
+
+
+def test_two_copies_at_the_same_moment_store_once(
+    mem: Engram, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A slow write widens the window between looking for the key and storing the batch:
+    # without the lock both copies find nothing and both store.
+    write = Session._write
+
+    def slow_write(self: Session, batch: Any) -> Any:
+        time.sleep(0.2)
+        return write(self, batch)
+
+    monkeypatch.setattr(Session, "_write", slow_write)
+    start = threading.Barrier(2)
+    results: list[list[int]] = []
+
+    def send() -> None:
+        chat = mem.session("s", "proj")
+        start.wait()
+        results.append([m.id for m in chat.add_many(QUESTION, idempotency_key="same")])
+
+    threads = [threading.Thread(target=send) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert len(results) == 2 and results[0] == results[1]
+    assert len(mem.session("s", "proj").messages()) == 1
