@@ -24,6 +24,7 @@ from engram.activity import Activity, scope_activity, session_activity
 from engram.apikeys import ApiKeys
 from engram.checks import MAX_CONTENT_BYTES, optional_timestamp, roles_filter, text_field
 from engram.compaction.cycle import CompactionResult
+from engram.compaction.metrics import CompactionMetrics
 from engram.compaction.summarizer import Summarizer
 from engram.config import Config
 from engram.context import Section
@@ -162,6 +163,11 @@ class Engram:
     def memory_metrics(self) -> MemoryMetrics:
         """Counters of memory work."""
         return self.runtime.memory_metrics
+
+    @property
+    def compaction_metrics(self) -> CompactionMetrics:
+        """Counts and seconds of the compactions this ``Engram`` ran, by outcome."""
+        return self.runtime.compaction_metrics
 
     @property
     def jobs(self) -> QueueScheduler | None:

@@ -28,6 +28,7 @@ from engram.background.pool import BackgroundCompactor
 from engram.checks import id_field
 from engram.checks import message_id as checked_message_id
 from engram.compaction.cycle import CompactionResult, Loaded, compact_session
+from engram.compaction.metrics import CompactionMetrics
 from engram.compaction.summarizer import LLMSummarizer, OfflineSummarizer, Summarizer
 from engram.config import Config
 from engram.context import Section
@@ -65,6 +66,7 @@ class Runtime:
     llm: LLMClient | None
     memory_budget: MemoryBudget
     memory_metrics: MemoryMetrics = field(default_factory=MemoryMetrics)
+    compaction_metrics: CompactionMetrics = field(default_factory=CompactionMetrics)
     memories_text: MemoriesProvider | None = None
     counter: TokenCounter = field(default_factory=storage_counter)
     scheduler: Scheduler = field(init=False)
@@ -206,6 +208,7 @@ class Runtime:
         loaded: Loaded | None = None,
     ) -> CompactionResult:
         """One compaction cycle, then the agent-state rules (``policy`` None: the stored one)."""
+        started = time.perf_counter()
         active = policy if policy is not None else self.stored_policy(scope, session)
         result = compact_session(
             self.store,
@@ -217,6 +220,7 @@ class Runtime:
             loaded=loaded,
         )
         compact_stored_agent_state(self.store, scope, session)
+        self.compaction_metrics.record(result, time.perf_counter() - started)
         return result
 
     def compact_within(

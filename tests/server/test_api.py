@@ -225,6 +225,19 @@ class TestService:
         assert "/v1/scopes/{scope}/memories" in doc["paths"]
         assert api.get("/docs").status_code == 200
 
+    def test_every_compaction_is_counted_not_only_the_apis(
+        self, sqlite_engram: Engram, api: TestClient
+    ) -> None:
+        chat = sqlite_engram.session("chat-1", "phoenix", policy="summary_buffer")
+        for n in range(40):
+            chat.add("user" if n % 2 == 0 else "assistant", f"Message {n}: launch plan. " * 30)
+        assert chat.compact().committed  # a library call: the API never saw it
+        api.post("/v1/scopes/phoenix/sessions/chat-1/compact", json={})  # nothing due now
+        text = api.get("/metrics").text
+        assert 'engram_compactions_total{outcome="offline"} 1.0' in text
+        assert 'engram_compactions_total{outcome="skipped"} 1.0' in text
+        assert 'engram_compaction_seconds_total{outcome="offline"}' in text
+
     def test_readyz_is_503_when_the_store_is_gone(
         self, sqlite_engram: Engram, make_client: Callable[..., TestClient]
     ) -> None:

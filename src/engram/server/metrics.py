@@ -3,10 +3,11 @@
 Counted as requests go by: requests and latencies by route template (never
 by raw path, so ids do not explode the label set), messages and tokens
 stored through the API, tokens sent in prompts against the tokens stored in
-those sessions (the savings), compactions run through the API by outcome.
-Read at scrape time from the ``Engram``: memory operations, the model's calls,
-tokens and cost (from the usage the store records), and the depth of the
-shared job queue (PostgreSQL).
+those sessions (the savings). Read at scrape time from the ``Engram``: every
+compaction it ran by outcome (in turns, in the background, from the queue or
+the API) and their seconds, memory operations, the model's calls, tokens and
+cost (from the usage the store records), and the depth of the shared job
+queue (PostgreSQL).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engram.compaction.cycle import CompactionResult
 from engram.engine import Engram
 from engram.errors import EngramError
 
@@ -37,6 +37,7 @@ class _EngramCollector(Collector):
         self._engram = engram
 
     def collect(self) -> Iterator[Metric]:
+        yield from self._compactions()
         for name, value in self._engram.memory_metrics.snapshot().items():
             if name == "scopes_with_memories":
                 yield GaugeMetricFamily(f"engram_memory_{name}", "Scopes holding memories.", value)
@@ -61,6 +62,21 @@ class _EngramCollector(Collector):
             for status in ("pending", "running", "done", "failed"):
                 depth.add_metric([status], jobs.get(status, 0))
             yield depth
+
+    def _compactions(self) -> Iterator[Metric]:
+        done = CounterMetricFamily(
+            "engram_compactions",
+            "Compactions by outcome (llm, offline, failed: the fallback wrote it, skipped).",
+            labels=["outcome"],
+        )
+        seconds = CounterMetricFamily(
+            "engram_compaction_seconds", "Seconds spent compacting, by outcome.", labels=["outcome"]
+        )
+        for outcome, (count, spent) in self._engram.compaction_metrics.snapshot().items():
+            done.add_metric([outcome], count)
+            seconds.add_metric([outcome], spent)
+        yield done
+        yield seconds
 
 
 class ServerMetrics:
@@ -93,29 +109,11 @@ class ServerMetrics:
             "Tokens stored in the sessions those prompts were built for (sent/history = cost).",
             registry=reg,
         )
-        self.compactions = Counter(
-            "engram_compactions",
-            "Compactions run through the API, by outcome (llm, offline, failed, skipped).",
-            ["outcome"],
-            registry=reg,
-        )
         reg.register(_EngramCollector(engram))
 
     def render(self) -> bytes:
         """The Prometheus text exposition of everything."""
         return generate_latest(self.registry)
-
-    def compaction(self, result: CompactionResult) -> None:
-        """Count one compaction by outcome."""
-        if not result.committed:
-            outcome = "skipped"
-        elif result.degraded:
-            outcome = "failed"
-        elif result.state is not None and (result.state.summarizer or "").startswith("llm"):
-            outcome = "llm"
-        else:
-            outcome = "offline"
-        self.compactions.labels(outcome).inc()
 
     def middleware(self, app: ASGIApp) -> ASGIApp:
         """Wrap ``app``: time every request and count it by route template and status."""

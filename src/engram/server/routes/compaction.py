@@ -6,7 +6,7 @@ from fastapi import Request
 
 from engram.server.boundary import offload
 from engram.server.convert import compact_out
-from engram.server.deps import EngramDep, MetricsDep, ScopePath, SessionPath, v1_router
+from engram.server.deps import EngramDep, ScopePath, SessionPath, v1_router
 from engram.server.schemas import (
     CompactIn,
     CompactionStateOut,
@@ -22,7 +22,6 @@ router = v1_router("compaction")
 @router.post("/scopes/{scope}/sessions/{session}/compact", response_model=CompactOut)
 async def compact(
     engram: EngramDep,
-    metrics: MetricsDep,
     scope: ScopePath,
     session: SessionPath,
     body: CompactIn,
@@ -30,7 +29,6 @@ async def compact(
     """Compact now; returns once the new state is committed (or nothing was due)."""
     handle = engram.session(session, scope)
     result = await offload(handle.compact, system=body.system, policy=body.policy)
-    metrics.compaction(result)
     return compact_out(result)
 
 

@@ -1,0 +1,50 @@
+"""Counts of the compactions one ``Engram`` ran, by outcome, and the seconds they took.
+
+Every compaction goes through :meth:`Runtime.compact`: those a turn ran within
+its deadline, those run in the background or claimed from the shared queue,
+and those asked for through the API. The server's ``/metrics`` reads
+:meth:`CompactionMetrics.snapshot` at scrape time.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from engram.compaction.cycle import CompactionResult
+
+__all__ = ["OUTCOMES", "CompactionMetrics", "outcome"]
+
+#: Outcomes, in the order they are reported.
+OUTCOMES = ("llm", "offline", "failed", "skipped")
+
+
+def outcome(result: CompactionResult) -> str:
+    """``llm`` (the model wrote it), ``offline``, ``failed`` (the fallback did), ``skipped``."""
+    if not result.committed:
+        return "skipped"
+    if result.degraded:
+        return "failed"
+    if result.state is not None and (result.state.summarizer or "").startswith("llm"):
+        return "llm"
+    return "offline"
+
+
+class CompactionMetrics:
+    """Thread-safe counts and seconds of compactions, by outcome."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys(OUTCOMES, 0)
+        self._seconds = dict.fromkeys(OUTCOMES, 0.0)
+
+    def record(self, result: CompactionResult, seconds: float) -> None:
+        """Count one compaction that took ``seconds``."""
+        kind = outcome(result)
+        with self._lock:
+            self._counts[kind] += 1
+            self._seconds[kind] += seconds
+
+    def snapshot(self) -> dict[str, tuple[int, float]]:
+        """Outcome -> (compactions, seconds), read at one instant."""
+        with self._lock:
+            return {kind: (self._counts[kind], self._seconds[kind]) for kind in OUTCOMES}
