@@ -26,7 +26,9 @@ IMPORTED_ORIGIN = "imported"
 class NewMessage:
     """A message on its way into the store (already validated by ``validation``).
 
-    ``created_at`` is filled by the engine when the caller gave none.
+    ``created_at`` is filled by the engine when the caller gave none. ``parts``
+    is the original list content, kept whole, when it holds a part that is not
+    text (an image); ``content`` is then its text.
     """
 
     role: str
@@ -36,6 +38,7 @@ class NewMessage:
     tool_calls: list[JSON] | None = None
     tool_call_id: str | None = None
     metadata: JSON = field(default_factory=dict)
+    parts: list[JSON] | None = None
 
 
 @dataclass(slots=True)
@@ -52,6 +55,11 @@ class Message:
     eight times slower, and stores build thousands per context. Equality is
     the dataclass one (same class, equal fields); like before, a message is
     not hashable (its ``metadata`` is a dict).
+
+    ``parts`` is the message's original list content (OpenAI content parts),
+    kept whole when it holds more than text (an image): ``content`` is then
+    its text only (what search, summaries and the CLI read), ``tokens``
+    includes the images, and :meth:`to_openai` shows the parts as they were.
     """
 
     id: int
@@ -65,10 +73,15 @@ class Message:
     tool_calls: list[JSON] | None = None
     tool_call_id: str | None = None
     metadata: JSON = field(default_factory=dict)
+    parts: list[JSON] | None = None
 
     def to_openai(self) -> JSON:
-        """This message in OpenAI chat-completions format (no Engram fields)."""
-        out: JSON = {"role": self.role, "content": self.content}
+        """This message in OpenAI chat-completions format (no Engram fields).
+
+        A message with ``parts`` (an image) shows them as its content, as given.
+        """
+        content: str | list[JSON] = self.content if self.parts is None else self.parts
+        out: JSON = {"role": self.role, "content": content}
         if self.name:
             out["name"] = self.name
         if self.tool_calls:
@@ -78,8 +91,14 @@ class Message:
         return out
 
     def to_dict(self) -> JSON:
-        """Everything about this message as plain JSON-ready data."""
+        """Everything about this message as plain JSON-ready data.
+
+        ``content`` is the text; ``parts`` (when set) the list content, whole.
+        """
         out = self.to_openai()
+        out["content"] = self.content
+        if self.parts is not None:
+            out["parts"] = self.parts
         out.update(
             id=self.id,
             scope=self.scope,

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.images import image_part, png_url
 
 from engram.errors import EngramError, InvalidMessage
 from engram.models import NewMessage, UsageRecord
@@ -556,6 +557,30 @@ class TestRoundTrip:
         assert call.created_at == at and call.tokens == 12
         assert result.metadata == {} and result.tool_calls is None
         assert store.get_message("p", call.id) == call
+
+    def test_image_parts_round_trip_whole(self, store: Store, store_url: str) -> None:
+        url = png_url(3, 2)
+        parts = [{"type": "text", "text": "what is this?"}, image_part(url, "low")]
+        plain = new("no parts here")
+        (m, text) = store.append("p", "s", [new("what is this?", parts=parts), plain], [99, 4])
+        assert m.parts == parts and text.parts is None
+        reads = [
+            store.tail("p", "s", limit=10)[0],
+            store.page("p", "s", limit=10)[0],
+            store.get_message("p", m.id),
+            next(h.message for h in store.search("p", "what")),
+        ]
+        for got in reads:
+            assert got is not None and got == m
+            assert got.parts is not None and got.parts[1]["image_url"]["url"] == url
+            assert got.to_openai()["content"] == parts
+        store.close()
+        if ":memory:" not in store_url:
+            reopened = open_store(store_url)
+            try:
+                assert reopened.get_message("p", m.id) == m
+            finally:
+                reopened.close()
 
     def test_unicode_emoji_and_long_content(self, store: Store) -> None:
         texts = [

@@ -275,7 +275,7 @@ def _assemble(
         # Message.to_openai inlined for plain messages: this runs once per message.
         messages += [
             m.to_openai()
-            if m.name or m.tool_calls or m.tool_call_id
+            if m.name or m.tool_calls or m.tool_call_id or m.parts
             else {"role": m.role, "content": m.content}
             for m in older
         ]

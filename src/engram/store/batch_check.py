@@ -60,6 +60,10 @@ def check_batch(messages: Sequence[NewMessage], tokens: Sequence[int]) -> None:
             if not isinstance(message.tool_calls, list):
                 raise InvalidMessage(f"message {index} tool_calls must be a list")
             _json(index, "tool_calls", message.tool_calls)
+        if message.parts is not None:
+            if not isinstance(message.parts, list):
+                raise InvalidMessage(f"message {index} parts must be a list")
+            _json(index, "parts", message.parts)
         if message.metadata is not None and not isinstance(message.metadata, dict):
             raise InvalidMessage(f"message {index} metadata must be an object")
         _json(index, "metadata", message.metadata or {})

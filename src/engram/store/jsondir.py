@@ -363,6 +363,7 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
                     tool_calls=m.tool_calls,
                     tool_call_id=m.tool_call_id,
                     metadata=frozen_metadata(m.metadata),
+                    parts=m.parts,
                 )
                 for new_id, m, count in zip(ids, messages, tokens, strict=True)
             ]

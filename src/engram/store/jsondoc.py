@@ -13,7 +13,8 @@ One JSON document per session. The fields are all there, so a person
       "recent_history": [
         {"id": 7, "timestamp": 1708654321, "created_at": "2024-02-23T02:12:01.5+00:00",
          "role": "user", "content": "...", "token_count": 5,
-         "name": ..., "tool_calls": [...], "tool_call_id": ..., "metadata": {...}}
+         "name": ..., "tool_calls": [...], "tool_call_id": ..., "metadata": {...},
+         "parts": [...]}
       ],
       "states": {"compaction": {"version": 3, "updated_at": "...", "data": {...}}},
       "totals": {"message_count": 1, "token_count": 5,
@@ -99,6 +100,8 @@ def message_entry(message: Message) -> JSON:
     if message.tool_call_id is not None:
         entry["tool_call_id"] = message.tool_call_id
     entry["metadata"] = dict(message.metadata)
+    if message.parts is not None:
+        entry["parts"] = message.parts
     return entry
 
 
@@ -113,6 +116,9 @@ def entry_message(scope: str, session: str, entry: Mapping[str, Any], *, where: 
         tokens = entry.get("token_count")
         tool_calls = entry.get("tool_calls")
         metadata = entry.get("metadata") or {}
+        parts = entry.get("parts")
+        if parts is not None and not isinstance(parts, list):
+            raise TypeError("parts must be a list")
         if not isinstance(entry["role"], str) or not isinstance(entry["content"], str):
             raise TypeError("role and content must be strings")
         if tool_calls is not None and not isinstance(tool_calls, list):
@@ -131,6 +137,7 @@ def entry_message(scope: str, session: str, entry: Mapping[str, Any], *, where: 
             tool_calls=copy.deepcopy(tool_calls),
             tool_call_id=entry.get("tool_call_id"),
             metadata=copy.deepcopy(metadata),
+            parts=copy.deepcopy(parts),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise CorruptedData(f"{where}: bad history entry ({exc})") from None

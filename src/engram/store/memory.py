@@ -222,6 +222,7 @@ class MemoryStore(MemoryApiKeys):
                     tool_calls=json_value(m.tool_calls, "tool_calls") if m.tool_calls else None,
                     tool_call_id=m.tool_call_id,
                     metadata=json_value(frozen_metadata(m.metadata), "metadata"),
+                    parts=json_value(m.parts, "parts") if m.parts is not None else None,
                 )
                 for new_id, m, count in zip(
                     self._data.ids("message", len(messages)), messages, tokens, strict=True

@@ -98,15 +98,15 @@ _ADD_TO_SESSION_SQL = """
 _APPEND_SQL = """
     INSERT INTO messages (scope, session, role, content, name, tool_calls, tool_call_id,
                           created_at, tokens, metadata, search_context, search_dates,
-                          search_flags)
+                          search_flags, parts)
     SELECT %(scope)s, %(session)s, b.role, b.content, b.name, b.tool_calls, b.tool_call_id,
-           b.created_at, b.tokens, b.metadata, b.context, b.dates, b.flags
+           b.created_at, b.tokens, b.metadata, b.context, b.dates, b.flags, b.parts
     FROM unnest(%(role)s::text[], %(content)s::text[], %(name)s::text[], %(tool_calls)s::json[],
                 %(tool_call_id)s::text[], %(created_at)s::timestamptz[], %(tokens)s::integer[],
                 %(metadata)s::jsonb[], %(context)s::text[], %(dates)s::text[],
-                %(flags)s::integer[])
+                %(flags)s::integer[], %(parts)s::json[])
          WITH ORDINALITY AS b(role, content, name, tool_calls, tool_call_id, created_at, tokens,
-                              metadata, context, dates, flags, ord)
+                              metadata, context, dates, flags, parts, ord)
     ORDER BY b.ord
     RETURNING id
 """
@@ -321,6 +321,7 @@ class PostgresStore(
                     "context": [e[0] for e in extra],
                     "dates": [e[1] for e in extra],
                     "flags": [e[2] for e in extra],
+                    "parts": [None if m.parts is None else Json(m.parts) for m in messages],
                 },
             ).fetchall()
             ids = sorted(int(row[0]) for row in rows)
@@ -341,6 +342,7 @@ class PostgresStore(
                     tool_calls=message.tool_calls,
                     tool_call_id=message.tool_call_id,
                     metadata=frozen_metadata(message.metadata),
+                    parts=message.parts,
                 )
                 for message_id, message, stamp, count in zip(
                     ids, messages, stamps, tokens, strict=True

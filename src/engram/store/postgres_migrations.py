@@ -315,6 +315,14 @@ def m006_message_vectors(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     )
 
 
+def m007_message_parts(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """``messages.parts``: the list content of a message with images, kept whole (json).
+
+    NULL for every message whose content is text. Search stays on ``content``.
+    """
+    conn.execute("ALTER TABLE messages ADD COLUMN parts json")
+
+
 #: Every migration, in order. Append only; never edit one that has shipped.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
@@ -323,6 +331,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (4, "api_keys", m004_api_keys),
     (5, "search_columns", m005_search_columns),
     (6, "message_vectors", m006_message_vectors),
+    (7, "message_parts", m007_message_parts),
 ]
 
 

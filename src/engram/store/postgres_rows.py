@@ -16,8 +16,10 @@ from engram.store.common import utc, utc_or_none
 
 MESSAGE_COLUMNS = (
     "id, scope, session, role, content, created_at, tokens, name, tool_calls, tool_call_id, "
-    "metadata"
+    "metadata, parts"
 )
+#: Columns of ``MESSAGE_COLUMNS``: what a query selects after them starts at this index.
+MESSAGE_WIDTH = 12
 SESSION_COLUMNS = (
     "scope, id, created_at, updated_at, message_count, token_count, policy, "
     "first_message_at, last_message_at"
@@ -39,6 +41,7 @@ def message(row: Sequence[Any]) -> Message:
         tool_calls=row[8],
         tool_call_id=row[9],
         metadata=dict(row[10] or {}),
+        parts=row[11],
     )
 
 

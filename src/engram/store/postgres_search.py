@@ -29,7 +29,7 @@ from engram.search_index import FLAG_OWN_RESULT, FLAG_QUESTION, LOOKBACK, Recent
 from engram.search_query import DATE_BOOST, NAME_WEIGHT, SPEAKER_BOOST, SearchQuery, parse
 from engram.store.common import clamp, utc
 from engram.store.postgres_connection import Conn, PostgresConnections
-from engram.store.postgres_rows import MESSAGE_COLUMNS, message
+from engram.store.postgres_rows import MESSAGE_COLUMNS, MESSAGE_WIDTH, message
 from engram.store.snippets import WHOLE_CHARS, Stemmer, highlight
 
 #: Text-search configuration made by migration 001 (English stems, no stop words).
@@ -175,13 +175,17 @@ class PostgresSearch(PostgresConnections):
             wanted = stemmer.stems(words)
             hits = []
             for row in rows:
-                snippet = str(row[12])
+                snippet = str(row[MESSAGE_WIDTH + 1])
                 if "[" not in snippet:
                     # ts_headline tokenizes the raw text (``3.14`` is one token), and a
                     # hit by its context marks nothing: mark (or show) in Python.
                     snippet = highlight(row[4], stemmer.words(row[4]), wanted, name=row[7])
                 hits.append(
-                    SearchHit(message=message(row[:11]), score=float(row[11]), snippet=snippet)
+                    SearchHit(
+                        message=message(row[:MESSAGE_WIDTH]),
+                        score=float(row[MESSAGE_WIDTH]),
+                        snippet=snippet,
+                    )
                 )
             return hits
 

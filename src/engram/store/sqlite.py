@@ -49,6 +49,7 @@ from engram.store.sqlite_keys import SQLiteApiKeys
 from engram.store.sqlite_migrations import migrate
 from engram.store.sqlite_rows import MSG_COLUMNS as _MSG
 from engram.store.sqlite_rows import MSG_HOT_COLUMNS as _MSG_HOT
+from engram.store.sqlite_rows import MSG_WIDTH as _MSG_WIDTH
 from engram.store.sqlite_rows import SESSION_COLUMNS as _SESSION_COLS
 from engram.store.sqlite_rows import dump as _dump
 from engram.store.sqlite_rows import json_dict as _json_dict
@@ -85,8 +86,8 @@ _PAGE = (
 )
 _INSERT_MESSAGE = (
     "INSERT INTO messages(session_id, created_at, role, content, name, tool_calls,"
-    " tool_call_id, metadata, tokens, search_context, search_dates, search_flags)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " tool_call_id, metadata, parts, tokens, search_context, search_dates, search_flags)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 # The index entries of new messages are written by the store, not by a trigger (see
 # sqlite_migrations.m002_index_inserts_explicitly): one statement per append.
@@ -360,6 +361,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
                 m.tool_calls,
                 m.tool_call_id,
                 dict(m.metadata) if m.metadata else {},
+                m.parts,
             )
             for mid, m, t in zip(ids, messages, tokens, strict=True)
         ]
@@ -378,7 +380,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
             row = rows[0]
             mid = conn.execute(_INSERT_MESSAGE, (pk, *row)).lastrowid
             assert mid is not None
-            conn.execute(_INDEX_ONE, (mid, row[2], row[3], row[8], row[9]))
+            conn.execute(_INDEX_ONE, (mid, row[2], row[3], row[9], row[10]))
             return [mid]
         conn.executemany(_INSERT_MESSAGE, [(pk, *row) for row in rows])
         last = int(conn.execute("SELECT last_insert_rowid()").fetchone()[0])
@@ -433,7 +435,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
             )
             .fetchone()
         )
-        return None if row is None else _message(scope, row[9], row)
+        return None if row is None else _message(scope, row[_MSG_WIDTH], row)
 
     @_guarded
     def between(
@@ -473,7 +475,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
             " ORDER BY m.created_at, m.id LIMIT ?",
             (scope_pk, lo, hi, *role_params, limit),
         ).fetchall()
-        return [_message(scope, row[9], row) for row in rows]
+        return [_message(scope, row[_MSG_WIDTH], row) for row in rows]
 
     # -- session state ------------------------------------------------------------------
 

@@ -26,7 +26,8 @@ Schema (``m001_initial``):
 * ``memories``, ``memory_audit``, ``llm_usage`` (scope level);
 * ``jobs``: background work queue, ready for workers to claim;
 * ``api_keys(id, key_hash UNIQUE, prefix, label, admin, scopes JSON,
-  writable, created_at, revoked_at)``: the server's keys, hashed (``m003``).
+  writable, created_at, revoked_at)``: the server's keys, hashed (``m003``);
+* ``messages.parts`` JSON: the list content of a message with images (``m006``).
 
 Timestamps are fixed-width ISO-8601 UTC text
 (``YYYY-MM-DDTHH:MM:SS.ffffff+00:00``): they sort and compare as text, the
@@ -288,6 +289,15 @@ def m005_message_vectors(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX message_vectors_session ON message_vectors(session_id, message_id)")
 
 
+def m006_message_parts(conn: sqlite3.Connection) -> None:
+    """``messages.parts``: the list content of a message with images, kept whole (JSON).
+
+    NULL for every message whose content is text (all rows written before this
+    migration). The search index stays on ``content`` (the text).
+    """
+    conn.execute("ALTER TABLE messages ADD COLUMN parts TEXT")
+
+
 #: Every migration, in the order it is applied. Append only: never edit or reorder.
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial,
@@ -295,6 +305,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m003_api_keys,
     m004_search_columns,
     m005_message_vectors,
+    m006_message_parts,
 )
 
 _CREATE_LEDGER = """CREATE TABLE IF NOT EXISTS _migrations (
@@ -389,5 +400,6 @@ __all__ = [
     "m003_api_keys",
     "m004_search_columns",
     "m005_message_vectors",
+    "m006_message_parts",
     "migrate",
 ]

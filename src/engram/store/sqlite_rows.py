@@ -22,16 +22,19 @@ parse_ts = datetime.fromisoformat
 
 MSG_COLUMNS = (
     "m.id, m.role, m.content, m.name, m.tool_calls, m.tool_call_id, m.created_at,"
-    " m.metadata, m.tokens"
+    " m.metadata, m.tokens, m.parts"
 )
-# The history reads (tail, page) fetch the four rarely set columns as one value: NULL
+#: Columns of ``MSG_COLUMNS``: what a query selects after them starts at this index.
+MSG_WIDTH = 10
+# The history reads (tail, page) fetch the five rarely set columns as one value: NULL
 # for a plain message, else a JSON array of them. Each column costs the sqlite3
 # module a conversion per row, and these reads return hundreds of rows per context.
 MSG_HOT_COLUMNS = (
     "m.id, m.role, m.content, m.tokens, m.created_at,"
     " CASE WHEN m.name IS NULL AND m.tool_calls IS NULL AND m.tool_call_id IS NULL"
-    " AND m.metadata IS NULL THEN NULL"
-    " ELSE json_array(m.name, json(m.tool_calls), m.tool_call_id, json(m.metadata)) END"
+    " AND m.metadata IS NULL AND m.parts IS NULL THEN NULL"
+    " ELSE json_array(m.name, json(m.tool_calls), m.tool_call_id, json(m.metadata),"
+    " json(m.parts)) END"
 )
 SESSION_COLUMNS = (
     "c.name, s.external_id, s.created_at, s.updated_at, s.message_count, s.token_count,"
@@ -94,13 +97,16 @@ def message_row(index: int, m: NewMessage, tokens: int) -> tuple[Any, ...]:
         None if m.tool_calls is None else dump(m.tool_calls, "tool_calls", InvalidMessage),
         m.tool_call_id,
         dump(m.metadata, "metadata", InvalidMessage) if m.metadata else None,
+        None if m.parts is None else dump(m.parts, "parts", InvalidMessage),
         tokens,
     )
 
 
 def message(scope: str, session: str, row: Sequence[Any]) -> Message:
-    """A message from a row whose first nine columns are ``MSG_COLUMNS``."""
-    mid, role, content, name, tool_calls, tool_call_id, created_at, metadata, tokens = row[:9]
+    """A message from a row whose first ``MSG_WIDTH`` columns are ``MSG_COLUMNS``."""
+    mid, role, content, name, tool_calls, tool_call_id, created_at, metadata, tokens, parts = row[
+        :MSG_WIDTH
+    ]
     return Message(
         mid,
         scope,
@@ -113,6 +119,7 @@ def message(scope: str, session: str, row: Sequence[Any]) -> Message:
         json.loads(tool_calls) if tool_calls is not None else None,
         tool_call_id,
         json.loads(metadata) if metadata else {},
+        json.loads(parts) if parts is not None else None,
     )
 
 
@@ -138,7 +145,7 @@ def _message_extra(
     extra: str,
 ) -> Message:
     try:
-        name, tool_calls, tool_call_id, metadata = json.loads(extra)
+        name, tool_calls, tool_call_id, metadata, parts = json.loads(extra)
     except ValueError as exc:
         raise CorruptedData(f"message {mid} has unreadable fields: {exc}") from exc
     return Message(
@@ -153,6 +160,7 @@ def _message_extra(
         tool_calls,
         tool_call_id,
         metadata if metadata is not None else {},
+        parts,
     )
 
 
@@ -198,6 +206,7 @@ __all__ = [
     "MEMORY_COLUMNS",
     "MSG_COLUMNS",
     "MSG_HOT_COLUMNS",
+    "MSG_WIDTH",
     "SESSION_COLUMNS",
     "dump",
     "json_dict",

@@ -38,7 +38,7 @@ from engram.search_query import (
 from engram.store.snippets import WHOLE_CHARS
 from engram.store.sqlite_connection import SQLiteConnections
 from engram.store.sqlite_connection import clamp as _clamp
-from engram.store.sqlite_rows import MSG_COLUMNS, message
+from engram.store.sqlite_rows import MSG_COLUMNS, MSG_WIDTH, message
 from engram.store.sqlite_rows import parse_ts as _parse_ts
 from engram.store.sqlite_rows import roles_clause as _roles_clause
 from engram.store.sqlite_rows import ts as _ts
@@ -261,7 +261,11 @@ def _search(
         )
     }
     return [
-        SearchHit(message=message(scope, row[9], row), score=-rank, snippet=row[10])
+        SearchHit(
+            message=message(scope, row[MSG_WIDTH], row),
+            score=-rank,
+            snippet=row[MSG_WIDTH + 1],
+        )
         for mid, rank in ranked
         if (row := rows.get(mid)) is not None
     ]
