@@ -50,3 +50,14 @@ def image_part(url: str, detail: str | None = None) -> dict[str, object]:
     if detail is not None:
         image["detail"] = detail
     return {"type": "image_url", "image_url": image}
+
+
+def png_header_url(width: int, height: int) -> str:
+    """A data URL holding only a PNG's signature and header: its size, cheaply, for any size."""
+    return data_url(png_bytes(1, 1)[:8] + _ihdr(width, height))
+
+
+def _ihdr(width: int, height: int) -> bytes:
+    data = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    body = b"IHDR" + data
+    return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.images import image_part, png_url
 
 import engram
 from engram.anatomy import RECENT, SYSTEM, describe
@@ -55,6 +56,13 @@ class TestParts:
         anatomy = describe(ctx)
         assert _total(anatomy) == ctx.tokens
         assert [p.role for p in anatomy.groups[0].parts] == ["user", "assistant", "tool"]
+
+    def test_images_are_counted_as_sent(self, chat_engram: Engram) -> None:
+        chat = chat_engram.session("s", scope="p")
+        chat.add("user", [{"type": "text", "text": "Look"}, image_part(png_url(1024, 1024))])
+        for model in (None, "gpt-4o-mini"):
+            ctx = chat.context(40_000, compact=False, model=model)
+            assert _total(describe(ctx, model=model)) == ctx.tokens
 
     def test_a_system_prompt_like_a_section_is_still_the_system_prompt(
         self, chat_engram: Engram

@@ -16,7 +16,7 @@ from typing import Any
 
 from engram.context import Context
 from engram.models import JSON
-from engram.tokens import REPLY_PRIMING, count_message, counter_for_model
+from engram.tokens import REPLY_PRIMING, count_chat_message, counter_for_model
 
 __all__ = ["PromptAnatomy", "PromptPart", "describe"]
 
@@ -81,15 +81,7 @@ class PromptAnatomy:
 
 
 def _message_tokens(counter: Any, message: JSON) -> int:
-    content = message.get("content") or ""
-    return count_message(
-        counter,
-        message["role"],
-        content if isinstance(content, str) else str(content),
-        name=message.get("name"),
-        tool_calls=message.get("tool_calls"),
-        tool_call_id=message.get("tool_call_id"),
-    )
+    return count_chat_message(counter, message)
 
 
 def _groups_of(ctx: Context, system_given: bool) -> list[str]:

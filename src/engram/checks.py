@@ -7,6 +7,11 @@ PostgreSQL, jsondir and the in-memory store accept and refuse exactly the same
 input. Text that comes from a model is untrusted too: :func:`clean_text`
 repairs it instead of refusing it (a turn must go on).
 
+List content (:func:`content_parts`) keeps its text parts as the message's
+text and, when a part is an image, the whole list in OpenAI's chat shape;
+:func:`image_url` accepts ``http(s)`` URLs (never fetched) and base64 image
+data URLs that decode.
+
 The limits are module constants so users, docs and errors quote the same
 numbers (README, "Limits").
 """
@@ -21,6 +26,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.errors import EngramError, InvalidMessage, InvalidQuery
+from engram.images import parse_data_url
+from engram.models import JSON
 
 #: Largest message content accepted, in UTF-8 bytes (1 MiB).
 MAX_CONTENT_BYTES = 1_048_576
@@ -141,6 +148,155 @@ def _plain(where: str, value: object, depth: int, limit: int, error: type[Engram
             for index, item in enumerate(value)
         ]
     raise error(f"{where} holds a {type(value).__name__}, which is not JSON")
+
+
+# --------------------------------------------------------------------------- content parts
+
+#: Most content parts (text and images) in one message.
+MAX_CONTENT_PARTS = 16
+#: Largest image data URL (``data:image/...;base64,...``), in bytes: 5 MiB, a 3.75 MiB image.
+MAX_IMAGE_DATA_URL_BYTES = 5 * 1_048_576
+#: Longest remote (``http``/``https``) image URL, in characters.
+MAX_IMAGE_URL_CHARS = 8_192
+#: Largest total size of one message's content parts as JSON, in bytes (8 MiB).
+MAX_PARTS_BYTES = 8 * 1_048_576
+#: OpenAI's ``detail`` values of an image part.
+IMAGE_DETAILS = frozenset({"low", "high", "auto"})
+#: Media types of image data URLs: the formats OpenAI's vision models read.
+IMAGE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+#: Content-part types whose text is the message's text (OpenAI chat and Responses, Anthropic).
+TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+#: Image part types read: OpenAI chat (``image_url``), Responses (``input_image``), Anthropic.
+IMAGE_PARTS = frozenset({"image_url", "input_image", "image"})
+
+
+def content_parts(field: str, parts: Sequence[Any]) -> tuple[str, list[JSON] | None]:
+    """List content as ``(text, parts)``: the joined text, and the parts when one is an image.
+
+    Text parts (and refusals) are joined with newlines into the text. When a
+    part is an image, ``parts`` is the whole list in OpenAI's chat shape: text
+    parts as ``{"type": "text"}``, images as ``{"type": "image_url"}`` with
+    their URL unchanged (Responses ``input_image`` parts and Anthropic
+    ``image`` blocks are turned into that shape). Only text-only lists give
+    ``parts`` None.
+
+    Raises:
+        InvalidMessage: naming the part and its field (``content[2].image_url.url``).
+
+    """
+    if len(parts) > MAX_CONTENT_PARTS:
+        raise InvalidMessage(f"{field}: {len(parts)} parts; the limit is {MAX_CONTENT_PARTS}")
+    texts: list[str] = []
+    shaped: list[JSON] = []
+    images = 0
+    for index, part in enumerate(parts):
+        where = f"{field}[{index}]"
+        if isinstance(part, str):
+            text = text_field(where, part, max_bytes=MAX_CONTENT_BYTES)
+        elif not isinstance(part, Mapping):
+            raise InvalidMessage(f"{where} must be a content part object, got {_show(part)}")
+        elif part.get("type") in IMAGE_PARTS:
+            shaped.append(_image_part(where, part))
+            images += 1
+            continue
+        else:
+            text = _text_part(where, part)
+        texts.append(text)
+        shaped.append({"type": "text", "text": text})
+    if not images:
+        return "\n".join(texts), None
+    size = _utf8_size(field, json.dumps(shaped, ensure_ascii=False), InvalidMessage)
+    if size > MAX_PARTS_BYTES:
+        raise InvalidMessage(f"{field} is {size} bytes of parts; the limit is {MAX_PARTS_BYTES}")
+    return "\n".join(texts), shaped
+
+
+def _text_part(where: str, part: Mapping[str, Any]) -> str:
+    kind = part.get("type")
+    if kind in TEXT_PARTS:
+        return text_field(f"{where}.text", part.get("text"), max_bytes=MAX_CONTENT_BYTES)
+    if kind == "refusal":
+        return text_field(f"{where}.refusal", part.get("refusal"), max_bytes=MAX_CONTENT_BYTES)
+    known = ", ".join(sorted(TEXT_PARTS | {"refusal", "image_url", "input_image", "image"}))
+    raise InvalidMessage(f"{where}.type: {_show(kind)} parts are not stored; Engram keeps {known}")
+
+
+def _image_part(where: str, part: Mapping[str, Any]) -> JSON:
+    """An image part, checked, in OpenAI's chat shape (``{"type": "image_url", ...}``)."""
+    kind = part["type"]
+    if kind == "image":  # Anthropic: {"source": {"type": "base64" | "url", ...}}
+        url, detail = _anthropic_source(f"{where}.source", part.get("source")), None
+    elif kind == "input_image":  # Responses: {"image_url": "...", "detail": ...}
+        url, detail = image_url(f"{where}.image_url", part.get("image_url")), part.get("detail")
+    else:
+        image = part.get("image_url")
+        if isinstance(image, str):  # a bare URL string, as some clients send
+            image = {"url": image}
+        if not isinstance(image, Mapping):
+            raise InvalidMessage(f"{where}.image_url must be an object with a url")
+        url, detail = image_url(f"{where}.image_url.url", image.get("url")), image.get("detail")
+        where = f"{where}.image_url"
+    body: JSON = {"url": url}
+    if detail is not None:
+        if detail not in IMAGE_DETAILS:
+            raise InvalidMessage(
+                f"{where}.detail: {_show(detail)}; expected one of {sorted(IMAGE_DETAILS)}"
+            )
+        body["detail"] = detail
+    return {"type": "image_url", "image_url": body}
+
+
+def _anthropic_source(where: str, source: object) -> str:
+    if not isinstance(source, Mapping):
+        raise InvalidMessage(f"{where} must be an object (an Anthropic image block)")
+    if source.get("type") == "url":
+        return image_url(f"{where}.url", source.get("url"))
+    if source.get("type") != "base64":
+        raise InvalidMessage(f"{where}.type: {_show(source.get('type'))}; expected base64 or url")
+    media = source.get("media_type")
+    data = source.get("data")
+    if not isinstance(media, str) or not isinstance(data, str):
+        raise InvalidMessage(f"{where} needs media_type and data strings")
+    return image_url(f"{where}.data", f"data:{media};base64,{data}")
+
+
+def image_url(field: str, value: object) -> str:
+    """An image URL: ``http(s)://...`` or a ``data:image/...;base64,`` URL that decodes.
+
+    Remote URLs are at most ``MAX_IMAGE_URL_CHARS`` characters and are never
+    fetched; data URLs at most ``MAX_IMAGE_DATA_URL_BYTES``, of a media type
+    in ``IMAGE_MEDIA_TYPES``, with a payload that is valid base64.
+    """
+    if not isinstance(value, str) or not value:
+        raise InvalidMessage(f"{field} must be a URL string, got {_show(value)}")
+    lowered = value[:8].lower()
+    if lowered.startswith(("http://", "https://")):
+        if len(value) > MAX_IMAGE_URL_CHARS:
+            raise InvalidMessage(
+                f"{field} is {len(value)} characters; the limit is {MAX_IMAGE_URL_CHARS}"
+            )
+        if any(ch.isspace() or ord(ch) < 32 for ch in value):
+            raise InvalidMessage(f"{field} holds a blank or control character")
+        return value
+    if not lowered.startswith("data:"):
+        raise InvalidMessage(f"{field} must be an http(s) URL or a base64 data: URL")
+    if len(value) > MAX_IMAGE_DATA_URL_BYTES:
+        raise InvalidMessage(
+            f"{field} is {len(value)} bytes; the limit is {MAX_IMAGE_DATA_URL_BYTES}"
+        )
+    parsed = parse_data_url(value)
+    if parsed is None:
+        raise InvalidMessage(f"{field} is not a base64 data URL (data:image/png;base64,...)")
+    if parsed.media_type not in IMAGE_MEDIA_TYPES:
+        raise InvalidMessage(
+            f"{field}: media type {_show(parsed.media_type)}; expected one of "
+            f"{sorted(IMAGE_MEDIA_TYPES)}"
+        )
+    try:
+        parsed.decode()
+    except ValueError as exc:
+        raise InvalidMessage(f"{field}: the data is {exc}") from None
+    return value
 
 
 def message_id(field: str, value: object, *, error: type[EngramError] = InvalidQuery) -> int:

@@ -153,6 +153,7 @@ class Runtime:
             name=message.name,
             tool_calls=message.tool_calls,
             tool_call_id=message.tool_call_id,
+            parts=message.parts,
         )
 
     def count_many(self, batch: Sequence[NewMessage]) -> list[int]:
@@ -167,6 +168,7 @@ class Runtime:
                 tool_calls=m.tool_calls,
                 tool_call_id=m.tool_call_id,
                 content_tokens=n,
+                parts=m.parts,
             )
             for m, n in zip(batch, contents, strict=True)
         ]

@@ -77,7 +77,7 @@ class Session:
     def add(
         self,
         role: str,
-        content: str | None,
+        content: str | Sequence[Any] | None,
         *,
         name: str | None = None,
         tool_calls: Sequence[Mapping[str, Any]] | None = None,
@@ -85,7 +85,12 @@ class Session:
         created_at: datetime | str | float | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> Message:
-        """Validate, count and store one message. Nothing is written if it is refused."""
+        """Validate, count and store one message. Nothing is written if it is refused.
+
+        ``content`` is text, or a list of content parts (text, and images in a
+        user message: OpenAI ``image_url`` parts or Anthropic image blocks),
+        kept whole in ``Message.parts`` when it holds an image.
+        """
         message = build_message(
             role,
             content,
@@ -318,12 +323,14 @@ class Session:
         gone = self._delete([m.id for m in newest], "pop_item", group=False)
         return gone[0] if gone else None
 
-    def edit(self, message_id: int, content: str) -> Message:
+    def edit(self, message_id: int, content: str | Sequence[Any]) -> Message:
         """Edit a message and continue from it (the edited message is the newest).
 
         The message and every later one are deleted, and the new text is
         stored as a new message with ``metadata["edited_from"]`` set to the
-        old id; the caller then asks for the next answer.
+        old id; the caller then asks for the next answer. New text for a
+        message with images keeps its images (after the text); a list of
+        parts replaces everything.
 
         Raises:
             MessageNotFound: no such message in this session.
@@ -336,6 +343,9 @@ class Session:
             raise MessageNotFound(f"no message {message_id} in session {self.id!r}")
         if old.tool_calls or old.role == "tool":
             raise InvalidQuery(f"message {message_id}: tool calls and results cannot be edited")
+        if isinstance(content, str) and old.parts:
+            images = [part for part in old.parts if part.get("type") != "text"]
+            content = [{"type": "text", "text": content}, *images]
         new = build_message(
             old.role,
             content,

@@ -11,6 +11,11 @@
   ``tool_calls`` are counted as their compact JSON, and tool schemas with the
   formula of OpenAI's cookbook. Both are estimates and say so (``exact=False``
   on the counter does not change; the context reports them as estimates).
+* Images (``image_url`` parts) follow the rule OpenAI documents for the model
+  (:class:`ImageRule`: 512 px tiles, or 32 px patches times a multiplier),
+  with the size read from the data URL's header; a remote URL is never
+  fetched and counts the rule's upper bound. Stored counts use gpt-4o's rule;
+  a prompt for another model recounts its images.
 * Other models (Grok, Claude, Llama, Qwen, Mistral, Gemini...) have private or
   different tokenizers: :class:`ApproximateCounter` counts with ``o200k_base``
   and adds a safety margin (15% by default, ``ENGRAM_TOKEN_MARGIN``).
@@ -30,9 +35,11 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from engram.errors import ConfigError
+from engram.images import image_size
 
 if TYPE_CHECKING:
     import tiktoken
@@ -122,12 +129,17 @@ _MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
 _PREFIX_ORDER = sorted(_MODEL_PREFIXES, key=lambda item: len(item[0]), reverse=True)
 
 
-def encoding_for_model(model: str) -> str | None:
-    """The tiktoken encoding of an OpenAI model, or None if it is not an OpenAI model."""
+def _model_name(model: str) -> str:
+    """``model`` lower-cased, without a fine-tune or router prefix."""
     name = model.strip().lower()
     if name.startswith("ft:"):
         name = name[3:]
-    name = name.rsplit("/", 1)[-1]  # "openai/gpt-4o" on routers such as OpenRouter
+    return name.rsplit("/", 1)[-1]  # "openai/gpt-4o" on routers such as OpenRouter
+
+
+def encoding_for_model(model: str) -> str | None:
+    """The tiktoken encoding of an OpenAI model, or None if it is not an OpenAI model."""
+    name = _model_name(model)
     for prefix, encoding in _PREFIX_ORDER:
         if name == prefix or name.startswith(prefix + "-") or name.startswith(prefix + "."):
             return encoding
@@ -170,6 +182,137 @@ def get_encoding(name: str) -> tiktoken.Encoding:
     )
 
 
+# --------------------------------------------------------------------------- images
+
+#: OpenAI's tile rule: the image is fitted in a 2048 px square, its shortest side
+#: brought down to 768 px, and covered by 512 px tiles.
+_FIT_SIDE, _SHORT_SIDE, _TILE_SIDE = 2048, 768, 512
+#: Most tiles a ``detail: high`` image can need after that scaling (768 x 2048: 2 x 4).
+MAX_TILES = 8
+#: OpenAI's patch rule: 32 px patches, at most 1536 (larger images are scaled down).
+_PATCH_SIDE, MAX_PATCHES = 32, 1536
+#: Slack for float rounding when a scaled side lands exactly on a tile or patch edge.
+_EDGE = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class ImageRule:
+    """How an OpenAI model counts one image ("Calculating costs" in OpenAI's vision guide).
+
+    Tile rule (``multiplier`` 0): ``detail: low`` costs ``base``; otherwise the
+    image is fitted in 2048 x 2048, scaled so its shortest side is at most
+    768 px (a smaller image is not enlarged), and each 512 px tile costs
+    ``tile`` on top of ``base``. Patch rule: the 32 px patches that cover the
+    image (scaled down to fit 1536 of them), times ``multiplier``, rounded up;
+    ``detail`` does not change it.
+
+    An image whose size is unknown (a remote URL, never fetched) costs the
+    rule's largest value for its detail, so a prompt never exceeds its budget.
+    """
+
+    name: str
+    base: int = 0
+    tile: int = 0
+    multiplier: float = 0.0
+
+    def tokens(self, size: tuple[int, int] | None, detail: str | None = None) -> int:
+        """Tokens of one image of ``size`` (width, height; None: unknown) at ``detail``."""
+        if self.multiplier:
+            patches = MAX_PATCHES if size is None else image_patches(*size)
+            return math.ceil(patches * self.multiplier - _EDGE)
+        if detail == "low":
+            return self.base
+        return self.base + self.tile * (MAX_TILES if size is None else image_tiles(*size))
+
+
+def image_tiles(width: int, height: int) -> int:
+    """512 px tiles of a ``detail: high`` image after OpenAI's two scaling steps."""
+    w, h = float(width), float(height)
+    if max(w, h) > _FIT_SIDE:
+        ratio = _FIT_SIDE / max(w, h)
+        w, h = w * ratio, h * ratio
+    if min(w, h) > _SHORT_SIDE:
+        ratio = _SHORT_SIDE / min(w, h)
+        w, h = w * ratio, h * ratio
+    return math.ceil(w / _TILE_SIDE - _EDGE) * math.ceil(h / _TILE_SIDE - _EDGE)
+
+
+def image_patches(width: int, height: int) -> int:
+    """32 px patches covering the image, after scaling it down to at most 1536 patches."""
+    w, h = float(width), float(height)
+    raw = math.ceil(w / _PATCH_SIDE - _EDGE) * math.ceil(h / _PATCH_SIDE - _EDGE)
+    if raw <= MAX_PATCHES:
+        return raw
+    ratio = math.sqrt(_PATCH_SIDE**2 * MAX_PATCHES / (w * h))
+    across, down = w * ratio / _PATCH_SIDE, h * ratio / _PATCH_SIDE
+    ratio *= min(math.floor(across) / across, math.floor(down) / down)
+    w, h = w * ratio, h * ratio
+    patches = math.ceil(w / _PATCH_SIDE - _EDGE) * math.ceil(h / _PATCH_SIDE - _EDGE)
+    return min(patches, MAX_PATCHES)
+
+
+#: gpt-4o's rule: what stored counts use (and the rule of models not listed below).
+DEFAULT_IMAGE_RULE = ImageRule("tiles(85+170)", base=85, tile=170)
+_O_SERIES = ImageRule("tiles(75+150)", base=75, tile=150)
+_GPT5 = ImageRule("tiles(70+140)", base=70, tile=140)
+# OpenAI's table, by model name prefix (longest first wins, like the encodings).
+_IMAGE_RULES: tuple[tuple[str, ImageRule], ...] = (
+    ("gpt-4o", DEFAULT_IMAGE_RULE),
+    ("chatgpt-4o", DEFAULT_IMAGE_RULE),
+    ("gpt-4.1", DEFAULT_IMAGE_RULE),
+    ("gpt-4.5", DEFAULT_IMAGE_RULE),
+    ("gpt-4-turbo", DEFAULT_IMAGE_RULE),
+    ("gpt-4o-mini", ImageRule("tiles(2833+5667)", base=2833, tile=5667)),
+    ("gpt-5", _GPT5),
+    ("gpt-5-chat-latest", _GPT5),
+    ("o1", _O_SERIES),
+    ("o1-pro", _O_SERIES),
+    ("o3", _O_SERIES),
+    ("computer-use-preview", ImageRule("tiles(65+129)", base=65, tile=129)),
+    ("gpt-4.1-mini", ImageRule("patches*1.62", multiplier=1.62)),
+    ("gpt-4.1-nano", ImageRule("patches*2.46", multiplier=2.46)),
+    ("gpt-5-mini", ImageRule("patches*1.62", multiplier=1.62)),
+    ("gpt-5-nano", ImageRule("patches*2.46", multiplier=2.46)),
+    ("o4-mini", ImageRule("patches*1.72", multiplier=1.72)),
+)
+_IMAGE_ORDER = sorted(_IMAGE_RULES, key=lambda item: len(item[0]), reverse=True)
+
+
+def image_rule_for_model(model: str | None) -> ImageRule:
+    """OpenAI's image rule for ``model`` (dated snapshots and fine-tunes by their prefix).
+
+    None and models not in OpenAI's table get :data:`DEFAULT_IMAGE_RULE`.
+    """
+    if model is None:
+        return DEFAULT_IMAGE_RULE
+    name = _model_name(model)
+    for prefix, rule in _IMAGE_ORDER:
+        if name == prefix or name.startswith((prefix + "-", prefix + ".", prefix + ":")):
+            return rule
+    return DEFAULT_IMAGE_RULE
+
+
+def image_tokens(counter: TokenCounter, parts: Iterable[Mapping[str, Any]]) -> int:
+    """Tokens of the images among ``parts`` (OpenAI content parts) with ``counter``'s rule.
+
+    The counter's rule is its ``images`` attribute (:func:`counter_for_model`
+    sets it from the model name), else :data:`DEFAULT_IMAGE_RULE`; an
+    approximate counter adds its margin. Sizes come from the data URL's
+    header (:func:`engram.images.image_size`); nothing is fetched.
+    """
+    rule: ImageRule = getattr(counter, "images", DEFAULT_IMAGE_RULE)
+    total = 0
+    for part in parts:
+        if part.get("type") != "image_url":
+            continue
+        image = part.get("image_url")
+        url = image.get("url") if isinstance(image, Mapping) else image
+        detail = image.get("detail") if isinstance(image, Mapping) else None
+        total += rule.tokens(image_size(url) if isinstance(url, str) else None, detail)
+    scale = getattr(counter, "scale", None)
+    return int(scale(total)) if total and callable(scale) else total
+
+
 @runtime_checkable
 class TokenCounter(Protocol):
     """Counts tokens of text for one model family."""
@@ -185,12 +328,13 @@ class TokenCounter(Protocol):
 
 
 class TiktokenCounter:
-    """Exact counts for one OpenAI encoding."""
+    """Exact counts for one OpenAI encoding; ``images`` is the model's image rule."""
 
     exact = True
 
-    def __init__(self, encoding: str = STORAGE_ENCODING):
+    def __init__(self, encoding: str = STORAGE_ENCODING, images: ImageRule = DEFAULT_IMAGE_RULE):
         self.name = encoding
+        self.images = images
         self._encoding = get_encoding(encoding)
         self._encode = self._encoding.encode_ordinary
 
@@ -237,7 +381,9 @@ class TiktokenCounter:
         return [len(ids) for ids in self._encoding.encode_ordinary_batch(list(texts))]
 
     def __repr__(self) -> str:
-        return f"TiktokenCounter({self.name!r})"
+        if self.images == DEFAULT_IMAGE_RULE:
+            return f"TiktokenCounter({self.name!r})"
+        return f"TiktokenCounter({self.name!r}, images={self.images.name!r})"
 
 
 class ApproximateCounter:
@@ -275,23 +421,24 @@ class ApproximateCounter:
 def counter_for_model(model: str | None, *, margin: float | None = None) -> TokenCounter:
     """The right counter for a model name: exact for OpenAI models, approximate otherwise.
 
-    ``None`` means the storage encoding (exact ``o200k_base``).
+    ``None`` means the storage encoding (exact ``o200k_base``). The counter
+    carries the model's image rule (:func:`image_rule_for_model`).
     """
     if model is None:
         return _storage_counter()
     encoding = encoding_for_model(model)
     if encoding is not None:
-        return _tiktoken_counter(encoding)
+        return _tiktoken_counter(encoding, image_rule_for_model(model))
     return ApproximateCounter(margin)
 
 
 @functools.cache
-def _tiktoken_counter(encoding: str) -> TiktokenCounter:
-    return TiktokenCounter(encoding)
+def _tiktoken_counter(encoding: str, images: ImageRule) -> TiktokenCounter:
+    return TiktokenCounter(encoding, images)
 
 
 def _storage_counter() -> TiktokenCounter:
-    return _tiktoken_counter(STORAGE_ENCODING)
+    return _tiktoken_counter(STORAGE_ENCODING, DEFAULT_IMAGE_RULE)
 
 
 def storage_counter() -> TiktokenCounter:
@@ -312,13 +459,16 @@ def count_message(
     tool_calls: Sequence[Mapping[str, Any]] | None = None,
     tool_call_id: str | None = None,
     content_tokens: int | None = None,
+    parts: Sequence[Mapping[str, Any]] | None = None,
 ) -> int:
     """Size of one chat message, overhead included (the reply priming is not).
 
     Exact for role/content/name; ``tool_calls`` and ``tool_call_id`` are
     counted as their text, an estimate (OpenAI does not document them).
     ``content_tokens`` is the content's count when the caller already has it
-    (:func:`count_contents` counts a batch at once).
+    (:func:`count_contents` counts a batch at once). ``parts`` (a message
+    with images) adds its images by the counter's rule (:func:`image_tokens`);
+    their text is ``content``.
     """
     if content_tokens is None:
         content_tokens = counter.count_text(content)
@@ -329,6 +479,8 @@ def count_message(
         total += counter.count_text(_compact_json(list(tool_calls)))
     if tool_call_id:
         total += counter.count_text(tool_call_id)
+    if parts:
+        total += image_tokens(counter, parts)
     return total
 
 
@@ -357,20 +509,26 @@ def count_contents(counter: TokenCounter, contents: Sequence[str]) -> list[int]:
 
 def count_messages(counter: TokenCounter, messages: Iterable[Mapping[str, Any]]) -> int:
     """Size of a whole prompt in OpenAI format, reply priming included."""
-    total = REPLY_PRIMING
-    for message in messages:
-        content = message.get("content") or ""
-        if not isinstance(content, str):  # multi-part content: count its text parts
-            content = "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
-        total += count_message(
-            counter,
-            message["role"],
-            content,
-            name=message.get("name"),
-            tool_calls=message.get("tool_calls"),
-            tool_call_id=message.get("tool_call_id"),
-        )
-    return total
+    return REPLY_PRIMING + sum(count_chat_message(counter, message) for message in messages)
+
+
+def count_chat_message(counter: TokenCounter, message: Mapping[str, Any]) -> int:
+    """:func:`count_message` of one OpenAI-format message (list content: text and images)."""
+    content = message.get("content") or ""
+    parts = None
+    if not isinstance(content, str):  # multi-part content: its text parts and images
+        parts = [part for part in content if isinstance(part, Mapping)]
+        # Joined as Engram stores list content (engram.checks.content_parts).
+        content = "\n".join(str(p["text"]) for p in parts if p.get("type") == "text")
+    return count_message(
+        counter,
+        message["role"],
+        content,
+        name=message.get("name"),
+        tool_calls=message.get("tool_calls"),
+        tool_call_id=message.get("tool_call_id"),
+        parts=parts,
+    )
 
 
 def longest_prefix(text: str, fits: Callable[[str], bool], tokens: int) -> int:

@@ -5,8 +5,8 @@ the context file extended), so an exported session can be dropped into
 a jsondir store, read by a person, or imported anywhere.
 
 What a copy keeps: every scope, session (with its policy), message (role,
-content, name, tool calls, tool call id, timestamp, metadata, token count, in
-order), state document (data; versions restart at 1), memory (content, source
+content, image parts, name, tool calls, tool call id, timestamp, metadata, token
+count, in order), state document (data; versions restart at 1), memory (content, source
 session, metadata, creation time) and audit event (with its time). What it
 cannot keep through the Store protocol: message, memory and audit ids (the
 target draws its own), session creation times, memory ``updated_at``, and LLM
@@ -116,9 +116,10 @@ def _new_message(entry: Mapping[str, Any], where: str) -> tuple[NewMessage, int 
             raise TypeError("a history entry must be an object")
         stamp = parse_time(entry.get("created_at", entry.get("timestamp")), f"{where} time")
         tokens = entry.get("token_count")
+        parts = entry.get("parts")  # a message with images: its list content, whole
         message = build_message(
             entry.get("role"),
-            entry.get("content"),
+            entry.get("content") if parts is None else parts,
             name=entry.get("name"),
             tool_calls=entry.get("tool_calls"),
             tool_call_id=entry.get("tool_call_id"),
@@ -176,6 +177,7 @@ def prepare_document(doc: Mapping[str, Any], *, scope: str | None = None) -> Pre
             name=m.name,
             tool_calls=m.tool_calls,
             tool_call_id=m.tool_call_id,
+            parts=m.parts,
         )
         for m, t in parsed
     ]

@@ -6,7 +6,11 @@ rules and limits live in :mod:`engram.checks` (one rule per field, the same
 for every backend). Messages may come as keyword arguments, OpenAI-format
 dicts, or straight from the OpenAI SDK (pydantic objects or their
 ``model_dump()``, with ``refusal``, ``annotations``, ``audio`` and ``None``
-fields, and list content made of text parts).
+fields), or from the Anthropic SDK. List content keeps its text as the
+message's text; a list with an image is also kept whole in ``parts``
+(:func:`engram.checks.content_parts`). An Anthropic message with ``tool_use``
+or ``tool_result`` blocks becomes the OpenAI messages that say the same
+(:mod:`engram.blocks`), so one batch item may give several messages.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from engram.blocks import has_tool_blocks, split_anthropic
 from engram.checks import (
     MAX_ARGUMENTS_BYTES,
     MAX_CONTENT_BYTES,
@@ -24,6 +29,7 @@ from engram.checks import (
     MAX_METADATA_BYTES,
     MAX_TOOL_CALLS,
     NAME_PATTERN,
+    content_parts,
     id_field,
     json_value,
     text_field,
@@ -44,13 +50,12 @@ __all__ = [
     "build_messages",
     "check_id",
     "check_tool_answers",
+    "expand_blocks",
     "parse_timestamp",
 ]
 
 #: Fields the OpenAI SDK adds to a message dump; kept in ``metadata["sdk"]`` when set.
 SDK_FIELDS = frozenset({"refusal", "annotations", "audio", "function_call"})
-#: Content-part types whose text is the message's text.
-TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 
 
 def check_id(kind: str, value: object) -> str:
@@ -126,42 +131,22 @@ def _tool_calls(value: object) -> list[JSON] | None:
     return calls
 
 
-def _content(role: str, value: object, has_calls: bool) -> str:
+def _content(role: str, value: object, has_calls: bool) -> tuple[str, list[JSON] | None]:
+    """The message's text, and its parts when the list content holds an image."""
     field = f"{role} message content"
     if value is None and has_calls:
-        return ""
+        return "", None
+    parts = None
     if isinstance(value, list | tuple):
-        value = _join_parts(field, value)
-    text = text_field(field, value, max_bytes=MAX_CONTENT_BYTES)
-    if (not text or text.isspace()) and not has_calls:  # blank; isspace() stops at a letter
-        raise InvalidMessage(f"{field} is empty")
-    return text
-
-
-def _join_parts(field: str, parts: list[Any] | tuple[Any, ...]) -> str:
-    """List content of text parts (OpenAI, Anthropic) as one text."""
-    texts: list[str] = []
-    for index, part in enumerate(parts):
-        part = plain(part)
-        where = f"{field}[{index}]"
-        if isinstance(part, str):
-            texts.append(part)
-            continue
-        if not isinstance(part, Mapping):
-            raise InvalidMessage(f"{where} must be a content part object")
-        kind = part.get("type")
-        if kind in TEXT_PARTS:
-            texts.append(text_field(f"{where}.text", part.get("text"), max_bytes=MAX_CONTENT_BYTES))
-        elif kind == "refusal":
-            texts.append(
-                text_field(f"{where}.refusal", part.get("refusal"), max_bytes=MAX_CONTENT_BYTES)
-            )
-        else:
+        value, parts = content_parts(field, [plain(part) for part in value])
+        if parts is not None and role != "user":
             raise InvalidMessage(
-                f"{where} is a {kind!r} part; Engram stores text parts "
-                f"({', '.join(sorted(TEXT_PARTS))}, refusal)"
+                f"{field}: images go in user messages (OpenAI's rule), not {role!r}"
             )
-    return "\n".join(texts)
+    text = text_field(field, value, max_bytes=MAX_CONTENT_BYTES)
+    if (not text or text.isspace()) and not has_calls and parts is None:
+        raise InvalidMessage(f"{field} is empty")  # blank; isspace() stops at a letter
+    return text, parts
 
 
 def _name(value: object) -> str | None:
@@ -206,7 +191,7 @@ def build_message(
     calls = _tool_calls(tool_calls)
     if calls is not None and role != "assistant":
         raise InvalidMessage(f"tool_calls: only assistant messages carry them, not {role!r}")
-    text = _content(role, content, calls is not None)
+    text, parts = _content(role, content, calls is not None)
     if role == "tool":
         call_id: str | None = id_field("tool_call_id", tool_call_id)
     elif tool_call_id is not None:
@@ -222,6 +207,7 @@ def build_message(
         tool_calls=calls,
         tool_call_id=call_id,
         metadata=_metadata(metadata),
+        parts=parts,
     )
 
 
@@ -235,16 +221,21 @@ def message_fields(item: object, index: int, *, ignore_unknown: bool = False) ->
 
     The OpenAI SDK's extra fields (``refusal``, ``annotations``, ``audio``,
     ``function_call``) are kept in ``metadata["sdk"]`` when they hold a value.
-    Other unknown fields are refused unless ``ignore_unknown`` (an import
-    line carries its own, such as ``session``).
+    ``parts`` (what :meth:`Message.to_dict` writes beside the text) is read
+    as the content. Other unknown fields are refused unless
+    ``ignore_unknown`` (an import line carries its own, such as ``session``).
     """
     item = plain(item)
     if not isinstance(item, Mapping):
         raise InvalidMessage(f"message #{index}: expected an object, got {type(item).__name__}")
-    unknown = [key for key in item if key not in _MESSAGE_KEYS and key not in SDK_FIELDS]
+    unknown = [
+        key for key in item if key not in _MESSAGE_KEYS and key not in SDK_FIELDS | {"parts"}
+    ]
     if unknown and not ignore_unknown:
         raise InvalidMessage(f"message #{index}: unknown field(s) {sorted(map(str, unknown))}")
     fields = {key: item.get(key) for key in _MESSAGE_KEYS}
+    if item.get("parts") is not None:
+        fields["content"] = item["parts"]
     extras = {key: plain(item[key]) for key in SDK_FIELDS if item.get(key) not in (None, [], {})}
     if extras:
         metadata = fields["metadata"]
@@ -263,10 +254,23 @@ def build_messages(items: Iterable[Any], *, now: datetime | None = None) -> list
     for index, item in enumerate(items):
         fields = message_fields(item, index)
         try:
-            out.append(build_message(fields.pop("role"), fields.pop("content"), now=now, **fields))
+            for one in expand_blocks(fields):
+                out.append(build_message(one.pop("role"), one.pop("content"), now=now, **one))
         except InvalidMessage as exc:
             raise InvalidMessage(f"message #{index}: {exc}") from None
     return out
+
+
+def expand_blocks(fields: dict[str, Any]) -> list[dict[str, Any]]:
+    """One item's :func:`build_message` arguments, as several when it holds Anthropic tool blocks.
+
+    SDK objects among the content's parts are read as their dumps first.
+    """
+    content = fields.get("content")
+    if not isinstance(content, list | tuple):
+        return [fields]
+    fields = {**fields, "content": [plain(part) for part in content]}
+    return split_anthropic(fields) if has_tool_blocks(fields["content"]) else [fields]
 
 
 def check_tool_answers(batch: list[NewMessage], known_call_ids: set[str]) -> None:

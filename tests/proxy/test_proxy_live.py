@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from tests.images import png_url
 from tests.proxy.live import serving
 
 import engram
@@ -99,6 +100,24 @@ class TestCompletions:
         assert raw.headers["x-engram-compaction-pending"] == "false"
         assert raw.headers["x-engram-rounds"] == "1"
         assert "x-engram-tokens-left-out" in raw.headers
+
+    def test_an_image_part_is_stored_whole_and_forwarded_as_it_was(
+        self, base_url: str, mem: Engram, upstream: FakeLLMServer
+    ) -> None:
+        url = png_url(1024, 1024)
+        parts: list[Any] = [
+            {"type": "text", "text": "What is in this picture?"},
+            {"type": "image_url", "image_url": {"url": url, "detail": "high"}},
+        ]
+        with _client(base_url) as client:
+            client.chat.completions.create(
+                model="gpt-4o",
+                messages=[{"role": "user", "content": parts}],
+                extra_headers=SESSION,
+            )
+        (question, _answer) = mem.session("chat-1", "proj").messages()
+        assert question.parts == parts and question.content == "What is in this picture?"
+        assert upstream.requests[-1].messages[-1]["content"] == parts
 
     def test_client_sends_only_new_messages_engram_sends_the_history(
         self, base_url: str, mem: Engram, upstream: FakeLLMServer

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi.testclient import TestClient
+from tests.images import image_part, png_url
 
 from engram.engine import Engram
+from engram.tokens import count_message, storage_counter
 
 MESSAGES = "/v1/scopes/phoenix/sessions/chat-1/messages"
 
@@ -39,6 +41,39 @@ class TestMessages:
         batch = api.post(MESSAGES, json={"messages": [sdk_shaped]})
         assert batch.status_code == 201, batch.text
         assert batch.json()["messages"][0]["content"] == "Hi\nthere"
+
+    def test_an_image_message_is_stored_whole_and_read_back(self, api: TestClient) -> None:
+        parts = [{"type": "text", "text": "What is this?"}, image_part(png_url(1024, 1024), "high")]
+        stored = api.post(MESSAGES, json={"role": "user", "content": parts})
+        assert stored.status_code == 201, stored.text
+        out = stored.json()["messages"][0]
+        assert out["content"] == "What is this?" and out["parts"] == parts
+        assert out["tokens"] == count_message(storage_counter(), "user", "What is this?") + 765
+        assert api.get(MESSAGES).json()["messages"][0]["parts"] == parts
+
+    def test_anthropic_tool_blocks_are_accepted(self, api: TestClient) -> None:
+        batch = [
+            {"role": "user", "content": "Find the plan"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "search", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "found"}],
+            },
+        ]
+        stored = api.post(MESSAGES, json={"messages": batch})
+        assert stored.status_code == 201, stored.text
+        roles = [(m["role"], m["tool_call_id"]) for m in stored.json()["messages"]]
+        assert roles == [("user", None), ("assistant", None), ("tool", "t1")]
+
+    def test_a_malformed_image_is_refused_naming_the_field(self, api: TestClient) -> None:
+        bad = [{"type": "text", "text": "x"}, image_part("data:image/png;base64,!!")]
+        refused = api.post(MESSAGES, json={"messages": [{"role": "user", "content": bad}]})
+        assert refused.status_code == 422
+        assert "content[1].image_url.url" in refused.json()["error"]["message"]
+        assert api.get(MESSAGES).json()["messages"] == []
 
     def test_a_refused_batch_writes_nothing_and_names_the_message(self, api: TestClient) -> None:
         bad = [{"role": "user", "content": "fine"}, {"role": "robot", "content": "no"}]

@@ -4,7 +4,8 @@ Stored messages carry their exact size in the storage encoding
 (``o200k_base``). For that encoding the stored counts are used as they are
 (the hot path encodes nothing); for :class:`~engram.tokens.ApproximateCounter`
 they are converted part by part; other counters (``cl100k_base``, custom)
-recount, with a bounded cache.
+recount, with a bounded cache. A message with images is recounted when the
+target model's image rule is not the one stored counts use (gpt-4o's).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from engram.models import Message
 from engram.tokens import (
+    DEFAULT_IMAGE_RULE,
     STORAGE_ENCODING,
     TOKENS_PER_MESSAGE,
     ApproximateCounter,
@@ -63,7 +65,14 @@ def _counter_key(counter: TokenCounter) -> tuple[Any, ...]:
     # Counters are identified by type, name and margin: two counters with the
     # same key must count alike (documented for custom counters).
     kind = type(counter)
-    return (kind.__module__, kind.__qualname__, counter.name, getattr(counter, "margin", None))
+    margin = getattr(counter, "margin", None)
+    return (
+        kind.__module__,
+        kind.__qualname__,
+        counter.name,
+        margin,
+        getattr(counter, "images", None),
+    )
 
 
 _STORED, _SCALED, _RECOUNT = "stored", "scaled", "recount"
@@ -87,7 +96,10 @@ class Costing:
         else:
             self.mode = _RECOUNT
         self._role_cache: dict[str, int] = {}
-        #: Stored counts are the answer as they are (no views, storage encoding).
+        #: Stored counts of messages with images hold for this counter's image rule too.
+        self._stored_images = getattr(counter, "images", DEFAULT_IMAGE_RULE) == DEFAULT_IMAGE_RULE
+        #: Stored counts are the answer as they are (no views, storage encoding), except for
+        #: messages with images when the image rule differs: those go through :meth:`cost`.
         self.plain = self.mode == _STORED and not self.views
 
     def content(self, m: Message) -> str:
@@ -102,16 +114,16 @@ class Costing:
         """Exact size of ``m`` (as shown) with this counter, overhead included."""
         if self.views and m.id in self.views:
             return self._recount(m, self.views[m.id])
-        if self.mode == _STORED:
+        if self.mode == _STORED and (m.parts is None or self._stored_images):
             return m.tokens
-        if self.mode == _SCALED and not (m.name or m.tool_calls or m.tool_call_id):
+        if self.mode == _SCALED and not (m.name or m.tool_calls or m.tool_call_id or m.parts):
             # stored = 3 + base(role) + base(content); count_message with the
             # approximate counter scales each part separately, so do the same.
             role = self._base_role(m.role)
             content = m.tokens - TOKENS_PER_MESSAGE - role
             if content >= 0:
                 return TOKENS_PER_MESSAGE + self._scale(role) + self._scale(content)
-        return self._recount(m, m.content)
+        return self._recount(m, m.content, m.parts)
 
     def _base_role(self, role: str) -> int:
         value = self._role_cache.get(role)
@@ -119,16 +131,19 @@ class Costing:
             value = self._role_cache[role] = self._base.count_text(role)
         return value
 
-    def _recount(self, m: Message, content: str) -> int:
-        key = (self.key, m.id, m.tokens, hash(content))
+    def _recount(self, m: Message, content: str, parts: list[Any] | None = None) -> int:
+        key = (self.key, m.id, m.tokens, hash(content), parts is not None)
         value = _RECOUNTS.get(key)
         if value is None:
-            value = self.message(m, content)
+            value = self.message(m, content, parts)
             _RECOUNTS.put(key, value)
         return value
 
-    def message(self, m: Message, content: str) -> int:
-        """Size of ``m`` shown with ``content`` (uncached)."""
+    def message(self, m: Message, content: str, parts: list[Any] | None = None) -> int:
+        """Size of ``m`` shown with ``content`` and ``parts`` (uncached).
+
+        A view (a cut or a summary of the text) is shown without the images.
+        """
         return count_message(
             self.counter,
             m.role,
@@ -136,6 +151,7 @@ class Costing:
             name=m.name,
             tool_calls=m.tool_calls,
             tool_call_id=m.tool_call_id,
+            parts=parts,
         )
 
     def fixed(self, m: Message) -> int:

@@ -76,9 +76,12 @@ def truncate(
 
 
 def _message_marker(m: Message, total: int) -> Callable[[int], str]:
+    images = sum(1 for part in m.parts or () if part.get("type") == "image_url")
+    left_out = f" ({images} image(s) left out)" if images else ""
+
     def marker(shown: int) -> str:
         return (
-            f"[... truncated by Engram: {shown} of {total} tokens shown; "
+            f"[... truncated by Engram: {shown} of {total} tokens shown{left_out}; "
             f"full message id={m.id} is stored ...]"
         )
 

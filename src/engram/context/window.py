@@ -108,7 +108,7 @@ def next_unit(cursor: Cursor, costing: Costing) -> Unit | None:
     if buf and buf[-1].role != "tool":
         # Hot path: a plain message straight from the buffer.
         top = buf.pop()
-        cost = top.tokens if costing.plain else costing.cost(top)
+        cost = top.tokens if costing.plain and top.parts is None else costing.cost(top)
         return Unit([top], _NO_ORPHANS, cost, top.role == "user")
     pending: list[Message] = []  # tool messages, newest first
     while True:
@@ -218,7 +218,7 @@ def fill_window(
             _take_plain(cursor.buf, window, limits)
             if window.reason is not None:
                 return
-            # Here the buffer is used up or starts with a tool group: next_unit.
+            # Here the buffer is used up or starts with a tool group or images: next_unit.
         unit = spill.pop() if spill else next_unit(cursor, costing)
         if unit is None or not _take_unit(unit, window, limits):
             return
@@ -246,7 +246,7 @@ def _take_plain(buf: list[Message], window: Window, limits: _Limits) -> None:
     i = end
     while i:
         m = buf[i - 1]
-        if m.role == "tool":
+        if m.role == "tool" or m.parts is not None:  # images: costed by next_unit
             break
         cost = m.tokens
         if count >= max_messages or tokens + cost > max_tokens or exchanges >= max_exchanges:

@@ -158,7 +158,8 @@ def message_from_openai(obj: Mapping[str, Any], seen_calls: set[str]) -> JSON:
 
 def as_dict(message: NewMessage, *, keep_time: bool) -> JSON:
     """A checked message as the dict a batch holds (the time only if the file gave one)."""
-    out: JSON = {"role": message.role, "content": message.content}
+    content = message.content if message.parts is None else message.parts
+    out: JSON = {"role": message.role, "content": content}
     if message.name is not None:
         out["name"] = message.name
     if message.tool_calls:

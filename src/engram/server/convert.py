@@ -28,6 +28,7 @@ def message_out(message: Message) -> MessageOut:
         session=message.session,
         role=message.role,
         content=message.content,
+        parts=message.parts,
         name=message.name,
         tool_calls=message.tool_calls,
         tool_call_id=message.tool_call_id,

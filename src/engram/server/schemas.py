@@ -4,15 +4,15 @@ Inputs are checked here for shape only (types, lengths, page and batch
 limits); what a message may hold is the library's decision
 (:mod:`engram.validation`), so the same refusal reads the same everywhere.
 Messages come in OpenAI chat format, including what the OpenAI and Anthropic
-SDKs produce: ``content`` may be a list of text parts, which is joined into
-one text; ``null`` SDK fields (``refusal``, ``audio``...) are accepted and
-dropped.
+SDKs produce: ``content`` may be a list of content parts (text, images,
+Anthropic blocks), handed to the library as it came; ``null`` SDK fields
+(``refusal``, ``audio``...) are accepted and dropped.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
@@ -38,22 +38,18 @@ class ErrorOut(BaseModel):
 # -- messages -----------------------------------------------------------------------
 
 
-class TextPart(BaseModel):
-    """One text part of a message's content (OpenAI and Anthropic SDK shape)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    type: Literal["text"]
-    text: str
-
-
 class MessageIn(BaseModel):
     """One message in OpenAI chat format, plus optional ``created_at`` and ``metadata``."""
 
     model_config = ConfigDict(extra="forbid")
 
     role: str
-    content: str | list[TextPart] | None = None
+    content: str | list[JSONObject] | None = Field(
+        None,
+        description="Text, or a list of content parts: text, image_url (an http(s) URL or a"
+        " base64 data URL; detail low, high or auto) and Anthropic blocks (image, tool_use,"
+        " tool_result).",
+    )
     name: str | None = None
     tool_calls: list[JSONObject] | None = None
     tool_call_id: str | None = None
@@ -68,11 +64,8 @@ class MessageIn(BaseModel):
     annotations: list[Any] | None = None
 
     def to_library(self) -> JSONObject:
-        """The message as the library takes it (text parts joined, SDK nulls dropped)."""
-        content = self.content
-        if isinstance(content, list):
-            content = "\n".join(part.text for part in content)
-        out: JSONObject = {"role": self.role, "content": content}
+        """The message as the library takes it (SDK nulls dropped; the library checks content)."""
+        out: JSONObject = {"role": self.role, "content": self.content}
         for key in ("name", "tool_calls", "tool_call_id", "created_at", "metadata"):
             value = getattr(self, key)
             if value is not None:
@@ -112,12 +105,17 @@ class MessageOut(BaseModel):
     scope: str
     session: str
     role: str
-    content: str
+    content: str = Field(description="The text (of the text parts, for a message with images).")
+    parts: list[JSONObject] | None = Field(
+        None, description="A message with images: its content parts, whole, as given."
+    )
     name: str | None = None
     tool_calls: list[JSONObject] | None = None
     tool_call_id: str | None = None
     created_at: datetime
-    tokens: int = Field(description="Exact size in the storage encoding, chat overhead included.")
+    tokens: int = Field(
+        description="Exact size in the storage encoding, chat overhead and images included."
+    )
     metadata: JSONObject
 
 

@@ -235,6 +235,8 @@ def _full(message: Message, zone: ZoneInfo) -> JSON:
     if message.tool_call_id:
         out["tool_call_id"] = message.tool_call_id
     out["content"] = message.content
+    if message.parts:  # the images themselves stay out of a tool result: say they are there
+        out["images"] = sum(1 for part in message.parts if part.get("type") == "image_url")
     return out
 
 

@@ -1,0 +1,83 @@
+"""Images in messages: data URLs and the pixel size written in an image's header.
+
+Pure functions, no I/O: a remote ``http(s)`` image is never fetched, so its
+size is unknown here (the token counter then counts the rule's upper bound,
+see :func:`engram.tokens.image_tokens`). The size of a ``data:`` URL is read
+from the image header (PNG, JPEG, GIF, WebP) with the ``imagesize`` package,
+imported on first use.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+
+__all__ = ["DataURL", "image_size", "parse_data_url"]
+
+#: ``data:<media type>[;params];base64,<payload>``; the media type is lower-cased on read.
+_DATA_URL = re.compile(r"data:([^;,]+)((?:;[^;,]*)*?);base64,", re.IGNORECASE)
+#: Base64 characters decoded first when looking for a header (48 KiB of image).
+_HEADER_CHARS = 65_536
+
+
+class DataURL:
+    """A base64 ``data:`` URL split into its media type and payload (not yet decoded)."""
+
+    __slots__ = ("media_type", "payload")
+
+    def __init__(self, media_type: str, payload: str):
+        self.media_type = media_type
+        self.payload = payload
+
+    def decode(self, limit: int | None = None) -> bytes:
+        """The payload's bytes (only the first ``limit`` base64 characters when given).
+
+        Raises:
+            ValueError: the payload is not valid base64.
+
+        """
+        text = self.payload if limit is None else self.payload[: limit - limit % 4]
+        try:
+            return base64.b64decode(text, validate=True)
+        except ValueError as exc:  # binascii.Error, or text that is not ASCII
+            raise ValueError(f"not valid base64 ({exc})") from None
+
+
+def parse_data_url(url: str) -> DataURL | None:
+    """Split a base64 data URL (``data:image/png;base64,...``); None when ``url`` is not one."""
+    match = _DATA_URL.match(url)
+    if match is None:
+        return None
+    return DataURL(match.group(1).strip().lower(), url[match.end() :])
+
+
+def image_size(url: str) -> tuple[int, int] | None:
+    """Width and height of the image in a data URL, from its header; None when unknown.
+
+    Unknown: a remote URL (never fetched), a payload that is not base64, or a
+    header ``imagesize`` cannot read.
+    """
+    parsed = parse_data_url(url)
+    if parsed is None:
+        return None
+    try:
+        size = _header_size(parsed.decode(_HEADER_CHARS))
+        if size is None and len(parsed.payload) > _HEADER_CHARS:
+            # A JPEG's size can sit after large metadata: read the whole image.
+            size = _header_size(parsed.decode())
+    except ValueError:
+        return None
+    return size
+
+
+def _header_size(data: bytes) -> tuple[int, int] | None:
+    import imagesize  # 60 ms to import: only when an image is counted
+
+    try:
+        width, height = imagesize.get(io.BytesIO(data))
+    except (ValueError, OSError, IndexError, KeyError):
+        return None
+    if width <= 0 or height <= 0:
+        return None
+    return int(width), int(height)
