@@ -146,7 +146,7 @@ class TestStored:
         stored = mem.session("s", scope="p").add("user", _image_message(png_url(*size), detail))
         assert stored.tokens == text_tokens() + image
         info = mem.session("s", scope="p").info()
-        assert info.token_count == stored.tokens
+        assert info is not None and info.token_count == stored.tokens
 
     def test_round_trip_byte_identical(self, mem: Engram) -> None:
         url = png_url(37, 21)
@@ -262,6 +262,41 @@ class TestRefused:
         with pytest.raises(InvalidMessage, match=r"message #1: user message " + error):
             chat.add_many(batch)
         assert chat.messages() == []
+
+    @settings(
+        max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(
+        role=st.sampled_from(["user", "assistant", "system"]),
+        content=st.lists(
+            st.recursive(
+                st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                lambda inner: (
+                    st.lists(inner, max_size=3)
+                    | st.dictionaries(
+                        st.sampled_from(
+                            ["type", "text", "image_url", "url", "detail", "source", "id", "input"]
+                        ),
+                        inner | st.sampled_from(["text", "image_url", "image", "tool_use", "low"]),
+                        max_size=4,
+                    )
+                ),
+                max_leaves=8,
+            ),
+            max_size=4,
+        ),
+    )
+    def test_any_content_is_stored_or_refused_cleanly(
+        self, sqlite_engram: Engram, role: str, content: list[Any]
+    ) -> None:
+        chat = sqlite_engram.session("fuzz", scope="p")
+        before = len(chat.messages(limit=1000))
+        try:
+            stored = chat.add_many([{"role": role, "content": content}])
+        except InvalidMessage:
+            assert len(chat.messages(limit=1000)) == before
+        else:
+            assert len(chat.messages(limit=1000)) == before + len(stored) > before
 
     def test_too_many_parts(self, mem: Engram) -> None:
         parts = [image_part(png_url(2, 2), "low") for _ in range(17)]

@@ -36,8 +36,9 @@ REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 _TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
 
 
-def _block_type(block: object) -> object:
-    return block.get("type") if isinstance(block, Mapping) else None
+def _block_type(block: object) -> str | None:
+    kind = block.get("type") if isinstance(block, Mapping) else None
+    return kind if isinstance(kind, str) else None
 
 
 def has_tool_blocks(content: object) -> bool:

@@ -193,9 +193,9 @@ def content_parts(field: str, parts: Sequence[Any]) -> tuple[str, list[JSON] | N
         where = f"{field}[{index}]"
         if isinstance(part, str):
             text = text_field(where, part, max_bytes=MAX_CONTENT_BYTES)
-        elif not isinstance(part, Mapping):
-            raise InvalidMessage(f"{where} must be a content part object, got {_show(part)}")
-        elif part.get("type") in IMAGE_PARTS:
+        elif not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
+            raise InvalidMessage(f"{where} must be a content part object with a type")
+        elif part["type"] in IMAGE_PARTS:
             shaped.append(_image_part(where, part))
             images += 1
             continue
@@ -238,7 +238,7 @@ def _image_part(where: str, part: Mapping[str, Any]) -> JSON:
         where = f"{where}.image_url"
     body: JSON = {"url": url}
     if detail is not None:
-        if detail not in IMAGE_DETAILS:
+        if not isinstance(detail, str) or detail not in IMAGE_DETAILS:
             raise InvalidMessage(
                 f"{where}.detail: {_show(detail)}; expected one of {sorted(IMAGE_DETAILS)}"
             )

@@ -519,7 +519,7 @@ def count_chat_message(counter: TokenCounter, message: Mapping[str, Any]) -> int
     if not isinstance(content, str):  # multi-part content: its text parts and images
         parts = [part for part in content if isinstance(part, Mapping)]
         # Joined as Engram stores list content (engram.checks.content_parts).
-        content = "\n".join(str(p["text"]) for p in parts if p.get("type") == "text")
+        content = "\n".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
     return count_message(
         counter,
         message["role"],
