@@ -298,6 +298,12 @@ class TestRefused:
         else:
             assert len(chat.messages(limit=1000)) == before + len(stored) > before
 
+    def test_too_many_bytes_of_parts(self, mem: Engram) -> None:
+        big = image_part("data:image/png;base64," + "A" * (4 * 1_048_576))  # valid base64
+        with pytest.raises(InvalidMessage, match=r"content holds \d+ bytes .*limit is 8388608"):
+            mem.session("s", scope="p").add("user", [big, big])
+        assert mem.session("s", scope="p").messages() == []
+
     def test_too_many_parts(self, mem: Engram) -> None:
         parts = [image_part(png_url(2, 2), "low") for _ in range(17)]
         with pytest.raises(InvalidMessage, match="17 parts; the limit is 16"):

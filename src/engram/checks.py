@@ -158,7 +158,7 @@ MAX_CONTENT_PARTS = 16
 MAX_IMAGE_DATA_URL_BYTES = 5 * 1_048_576
 #: Longest remote (``http``/``https``) image URL, in characters.
 MAX_IMAGE_URL_CHARS = 8_192
-#: Largest total size of one message's content parts as JSON, in bytes (8 MiB).
+#: Largest total of one message's content parts (texts and image URLs), in bytes (8 MiB).
 MAX_PARTS_BYTES = 8 * 1_048_576
 #: OpenAI's ``detail`` values of an image part.
 IMAGE_DETAILS = frozenset({"low", "high", "auto"})
@@ -205,9 +205,14 @@ def content_parts(field: str, parts: Sequence[Any]) -> tuple[str, list[JSON] | N
         shaped.append({"type": "text", "text": text})
     if not images:
         return "\n".join(texts), None
-    size = _utf8_size(field, json.dumps(shaped, ensure_ascii=False), InvalidMessage)
+    # Texts and URLs were checked one by one: their sizes add up without a JSON dump.
+    size = sum(_utf8_size(field, text, InvalidMessage) for text in texts) + sum(
+        _utf8_size(field, p["image_url"]["url"], InvalidMessage) for p in shaped if "image_url" in p
+    )
     if size > MAX_PARTS_BYTES:
-        raise InvalidMessage(f"{field} is {size} bytes of parts; the limit is {MAX_PARTS_BYTES}")
+        raise InvalidMessage(
+            f"{field} holds {size} bytes of text and image URLs; the limit is {MAX_PARTS_BYTES}"
+        )
     return "\n".join(texts), shaped
 
 

