@@ -8,19 +8,34 @@ import engram
 
 
 def test_all_lists_every_public_name_and_nothing_else() -> None:
+    for name in engram.__all__:  # the names are loaded on first use: load them all first
+        getattr(engram, name)
     public = {
         name
         for name, value in vars(engram).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     }
     public |= {"tools", "__version__"}  # the tools module and the version are part of the API
-    public |= set(engram._ASYNC)  # the async facade, loaded on first use
     assert set(engram.__all__) == public
 
 
 def test_every_exported_name_resolves() -> None:
     for name in engram.__all__:
         assert getattr(engram, name) is not None, name
+
+
+def test_import_engram_loads_no_submodule() -> None:
+    """``import engram`` defines the names and loads them on first use (PEP 562)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, engram; print(sorted(m for m in sys.modules if m.startswith('engram.')));"
+        "from engram import Engram, Message; print(engram.Engram is Engram, Message.__module__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", "True engram.models"]
+    assert set(dir(engram)) >= set(engram.__all__)
 
 
 def test_errors_share_one_base() -> None:

@@ -14,8 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-import snowballstemmer
-
 #: Words kept before the first match in a snippet (twice that after: about 64 in all).
 SNIPPET_WORDS = 21
 #: Messages up to this many characters are shown whole in a snippet, matches marked.
@@ -30,6 +28,10 @@ class Stemmer:
     """Snowball English stems of words (one instance per thread: the stemmer keeps state)."""
 
     def __init__(self) -> None:
+        # Imported here: the package loads every language's stemmer (about 15 ms),
+        # which only the scanning indexes and PostgreSQL's snippets need.
+        import snowballstemmer
+
         self._stemmer = snowballstemmer.stemmer("english")
 
     def stem(self, word: str) -> str:
