@@ -39,7 +39,8 @@ test: $(STAMP) $(CHROMIUM)
 # with PostgreSQL (1K-100K), the compaction savings curve (2,000 turns per preset), the
 # retrieval benchmark (recall per search step, latency at 100K messages), the Agents
 # SDK's SQLiteSession beside EngramSession on a 100K-item session, and the time the
-# proxy adds to a completion on a 100K-message session.
+# proxy adds to a completion on a 100K-message session, and 8 threads writing to one
+# jsondir store beside SQLite.
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.run --backends sqlite,postgres --sizes 1000,10000,100000 --name core-sqlite-postgres
@@ -50,6 +51,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.agents_session
 	$(BIN)/python -m benchmarks.dashboard
 	$(BIN)/python -m benchmarks.proxy
+	$(BIN)/python -m benchmarks.jsondir_writers
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

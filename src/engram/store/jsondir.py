@@ -3,21 +3,25 @@
 Layout under the root directory (every scope and session id goes through
 :mod:`engram.store.filenames`, so no id can name a path outside its folder)::
 
-    <root>/.engram-jsondir.json          format marker
-    <root>/.counters.json                last message, memory and audit ids
+    <root>/.engram-jsondir.json          format marker (version 2: session logs)
+    <root>/.counters.json                reserved message, memory and audit ids
+    <root>/.counters.live.json           the last ids handed out (jsondir_ids)
     <root>/.lock                         fcntl lock file guarding every write
     <root>/<scope>/scope.json            {"scope": "<real scope id>"}
     <root>/<scope>/sessions/<session>.json   the session document (jsondoc)
+    <root>/<scope>/sessions/<session>.jsonl  its append log (jsondir_log)
     <root>/<scope>/memories.json         the scope's long-term memories
     <root>/<scope>/audit.json            the memory audit trail
     <root>/<scope>/usage.json            LLM calls Engram made for the scope
 
-Every file is written atomically: a temporary file in the same directory,
-fsync, rename over the old one, fsync of the directory. Readers therefore see
-the old or the new document, never half of one. All writes, from any thread
-or process, hold an exclusive ``flock`` on ``.lock``; that is what makes
-message ids (drawn from ``.counters.json``) unique and increasing across the
-store and lets several processes append to one session.
+An ``append`` writes one line to the session's log and fsyncs it; every other
+change rewrites a whole file atomically: a temporary file in the same
+directory, fsync, rename over the old one, fsync of the directory, folding the
+log into the document. Readers therefore see the old or the new document, never
+half of one, and ignore a log line a killed writer left half written. All
+writes, from any thread or process, hold an exclusive ``flock`` on ``.lock``;
+that is what makes message ids unique and increasing across the store and lets
+several processes append to one session.
 
 A file that does not parse is never overwritten: it is renamed to
 ``<name>.corrupt-<UTC timestamp>`` and the call raises CorruptedData; the next
@@ -30,7 +34,6 @@ use SQLite or PostgreSQL for large histories.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
@@ -59,13 +62,15 @@ from engram.store.common import clamp as _clamp
 from engram.store.common import messages_between
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
-from engram.store.jsondir_files import SCOPE_FILE, SESSIONS_DIR, JsonDirFiles, fsync_dir
+from engram.store.jsondir_docs import JsonDirSessionFiles, grown
+from engram.store.jsondir_files import SCOPE_FILE, SESSIONS_DIR, fsync_dir
 from engram.store.jsondir_keys import JsonDirApiKeys
+from engram.store.jsondir_log import log_path, remove_log
 from engram.store.jsondir_scope import JsonDirScopeData
 from engram.store.jsondir_search import JsonDirIndexes, SessionIndex
 
 
-class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
+class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirSessionFiles):
     """The :class:`~engram.store.base.Store` over a directory of JSON documents."""
 
     def __init__(
@@ -114,46 +119,6 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
 
     # -- session documents ----------------------------------------------------------
 
-    def _load_doc(self, scope: str, session: str) -> JSON | None:
-        path = self._session_path(scope, session)
-        doc = self._read_json(path)
-        if doc is None:
-            return None
-        where = str(path)
-        if not isinstance(doc, dict):
-            raise self._corrupt(path, CorruptedData(f"{where}: not a JSON object"))
-        if doc.get("session_id") != session or doc.get("scope") != scope:
-            raise self._corrupt(
-                path,
-                CorruptedData(f"{where}: holds session {doc.get('session_id')!r}, not {session!r}"),
-            )
-        return doc
-
-    def _parsed(
-        self, scope: str, session: str
-    ) -> tuple[SessionInfo, list[Message], list[StateRecord]] | None:
-        doc = self._load_doc(scope, session)
-        if doc is None:
-            return None
-        path = self._session_path(scope, session)
-        try:
-            where = str(path)
-            info = jsondoc.document_info(doc, where=where)
-            history = jsondoc.document_history(doc, where=where)
-            messages = [
-                jsondoc.entry_message(scope, session, entry, where=f"{where} entry {i}")
-                for i, entry in enumerate(history)
-            ]
-            states = jsondoc.document_states(doc, where=where)
-        except CorruptedData as exc:
-            raise self._corrupt(path, exc) from None
-        return info, messages, states
-
-    def _save(self, info: SessionInfo, messages: list[Message], states: list[StateRecord]) -> None:
-        self._ensure_scope(info.scope)
-        doc = jsondoc.build_document(info, messages, states)
-        self._write_json(self._session_path(info.scope, info.id), doc)
-
     def _new_info(self, scope: str, session: str, policy: Mapping[str, Any] | None) -> SessionInfo:
         now = _now()
         return SessionInfo(
@@ -165,12 +130,9 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
         )
 
     def load_document(self, scope: str, session: str) -> JSON:
-        """The ``load``: the session's document, creating the session when absent."""
+        """The ``load``: the session's whole document, creating the session when absent."""
         self.ensure_session(scope, session)
-        doc = self._load_doc(scope, session)
-        assert doc is not None
-        copy: JSON = json.loads(json.dumps(doc))  # a private copy: callers may mutate it
-        return copy
+        return self._merged_document(scope, session)
 
     def save_document(self, doc: Mapping[str, Any]) -> None:
         """Replace a session's document with ``doc`` (validated first; ids are kept as given).
@@ -275,6 +237,10 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
         """Admin purge: remove the session's document. True if it existed."""
         path = self._session_path(scope, session)
         with self._locked():
+            if not path.exists():
+                return False
+            self._logs.pop(log_path(path), None)
+            remove_log(log_path(path))  # first: a crash in between leaves the session listed
             try:
                 path.unlink()
             except FileNotFoundError:
@@ -331,6 +297,8 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
                 raise StoreError(f"cannot delete scope folder {folder}: {exc}") from exc
             for path in [p for p in self._cache if folder in p.parents]:
                 self._cache.pop(path, None)
+            for path in [p for p in self._logs if folder in p.parents]:
+                self._logs.pop(path, None)
             return counts
 
     # -- messages -------------------------------------------------------------------
@@ -341,13 +309,10 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
         """Store messages atomically, in order, creating the session if absent."""
         check_batch(messages, tokens)
         with self._locked():
-            parsed = self._parsed(scope, session)
-            info, history, states = (
-                parsed if parsed is not None else (self._new_info(scope, session, None), [], [])
-            )
+            doc, _ = self._load_doc(scope, session)
             if not messages:
-                if parsed is None:
-                    self._save(info, history, states)
+                if doc is None:
+                    self._save(self._new_info(scope, session, None), [], [])
                 return []
             ids = self._next_ids("message", len(messages))
             stored = [
@@ -367,21 +332,18 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
                 )
                 for new_id, m, count in zip(ids, messages, tokens, strict=True)
             ]
-            stamps = [m.created_at for m in stored]
-            first = min([*stamps, *([info.first_message_at] if info.first_message_at else [])])
-            last = max([*stamps, *([info.last_message_at] if info.last_message_at else [])])
-            info = replace(
-                info,
-                updated_at=max(_now(), info.updated_at),
-                message_count=info.message_count + len(stored),
-                token_count=info.token_count + sum(m.tokens for m in stored),
-                first_message_at=first,
-                last_message_at=last,
-            )
             path = self._session_path(scope, session)
             before = jsondir_search.signature(path)
-            self._save(info, history + stored, states)
-            self._indexes.appended(path, before, history, stored)
+            if doc is not None and isinstance(doc.get("log_generation"), str):
+                self._append_to_log(path, doc, stored)
+            else:  # a new session, or a document written before session logs: write it whole
+                parsed = self._parsed(scope, session)
+                info, history, states = (
+                    parsed if parsed is not None else (self._new_info(scope, session, None), [], [])
+                )
+                self._save(grown(info, stored, _now()), history + stored, states)
+            self._indexes.appended(path, before, stored)
+            self._fold_if_large(scope, session)
             return stored
 
     def _messages(self, scope: str, session: str) -> list[Message]:
@@ -500,7 +462,10 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirFiles):
                 data=json_value(data, f"state {kind!r}"),
                 updated_at=_now(),
             )
+            path = self._session_path(scope, session)
+            before = jsondir_search.signature(path)
             self._save(info, messages, [s for s in states if s.kind != kind] + [record])
+            self._indexes.moved(path, before)
             return record
 
     def __repr__(self) -> str:

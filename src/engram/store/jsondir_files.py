@@ -1,10 +1,11 @@
 """Files of the jsondir backend: atomic JSON writes, the store-wide lock, id counters.
 
-Every file is written atomically: a temporary file in the same directory,
-fsync, rename over the old one, fsync of the directory. All writes, from any
+Every JSON file is written atomically: a temporary file in the same directory,
+fsync, rename over the old one, fsync of the directory (session logs are
+appended instead: :mod:`engram.store.jsondir_log`). All writes, from any
 thread or process, hold an exclusive ``flock`` on ``.lock``; that is what makes
-ids drawn from ``.counters.json`` unique and increasing across the store. A
-file that does not parse is never overwritten: it is set aside as
+ids (:mod:`engram.store.jsondir_ids`) unique and increasing across the store.
+A file that does not parse is never overwritten: it is set aside as
 ``<name>.corrupt-<UTC timestamp>``.
 """
 
@@ -17,15 +18,20 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from engram.errors import CorruptedData, StoreError
 from engram.store.common import now
 from engram.store.filenames import encode_id
+from engram.store.jsondir_ids import COUNTERS, draw_ids
+
+#: A file's (inode, mtime in ns, size): it changes whenever the file is replaced or written.
+Signature = tuple[int, int, int]
 
 MARKER = ".engram-jsondir.json"
-COUNTERS = ".counters.json"
+FORMAT_VERSION = 2
 LOCK = ".lock"
 SCOPE_FILE = "scope.json"
 SESSIONS_DIR = "sessions"
@@ -43,13 +49,12 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON to ``path``: temp file, fsync, rename, fsync the directory."""
-    text = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path``: temp file, fsync, rename, fsync the directory."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with open(tmp, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -57,6 +62,11 @@ def atomic_write_json(path: Path, data: Any) -> None:
         tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as indented JSON to ``path`` atomically (see :func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, (json.dumps(data, ensure_ascii=False, indent=2) + "\n").encode())
 
 
 #: Where temporary files can be: the root, a scope folder, a scope's sessions folder.
@@ -86,13 +96,18 @@ class JsonDirFiles:
         self.url = url or f"jsondir://{self.root}"
         self._thread_lock = threading.RLock()
         self._held = threading.local()
-        self._cache: dict[Path, tuple[tuple[int, int, int], Any]] = {}
+        self._cache: dict[Path, tuple[Signature, Any]] = {}
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             marker = self.root / MARKER
             with self._locked():
-                if not marker.exists():
-                    atomic_write_json(marker, {"format": "engram-jsondir", "version": 1})
+                found = self._read_json(marker)
+                version = found.get("version") if isinstance(found, dict) else None
+                if not isinstance(version, int) or version < FORMAT_VERSION:
+                    # version 2: sessions may have append logs, which version 1 readers miss
+                    atomic_write_json(
+                        marker, {"format": "engram-jsondir", "version": FORMAT_VERSION}
+                    )
                 remove_orphans(self.root)
         except OSError as exc:
             raise StoreError(f"cannot use {self.root} as a jsondir store: {exc}") from exc
@@ -132,30 +147,37 @@ class JsonDirFiles:
 
     def _read_json(self, path: Path) -> Any:
         """Parsed JSON of ``path`` or None if absent; a corrupt file is set aside and reported."""
+        return self._read_json_signed(path)[0]
+
+    def _read_json_signed(self, path: Path) -> tuple[Any, Signature | None]:
+        """Like :meth:`_read_json`, with the signature of the file that was read."""
         try:
-            stat = path.stat()
+            handle = open(path, encoding="utf-8")
         except FileNotFoundError:
-            return None
-        signature = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        cached = self._cache.get(path)
-        if cached is not None and cached[0] == signature:
-            return cached[1]
-        try:
-            with open(path, encoding="utf-8") as handle:
-                data = json.load(handle)
-        except FileNotFoundError:
-            return None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            self._set_aside(path, signature)
-            raise CorruptedData(
-                f"{path} is not valid JSON ({exc}); it was moved aside so nothing overwrites it"
-            ) from None
+            return None, None
         except OSError as exc:
             raise StoreError(f"cannot read {path}: {exc}") from exc
-        self._cache[path] = (signature, data)
-        return data
+        with handle:
+            stat = os.fstat(handle.fileno())
+            signature = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+            cached = self._cache.get(path)
+            if cached is not None and cached[0] == signature:
+                return cached[1], signature
+            try:
+                data = json.load(handle)
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                error = exc
+            except OSError as exc:
+                raise StoreError(f"cannot read {path}: {exc}") from exc
+            else:
+                self._cache[path] = (signature, data)
+                return data, signature
+        self._set_aside(path, signature)
+        raise CorruptedData(
+            f"{path} is not valid JSON ({error}); it was moved aside so nothing overwrites it"
+        )
 
-    def _set_aside(self, path: Path, signature: tuple[int, int, int]) -> Path | None:
+    def _set_aside(self, path: Path, signature: Signature) -> Path | None:
         """Rename a corrupt file to ``*.corrupt-<timestamp>`` (unless a writer replaced it)."""
         with self._locked():
             try:
@@ -197,11 +219,19 @@ class JsonDirFiles:
 
     def _next_ids(self, kind: str, count: int) -> list[int]:
         """Draw ``count`` increasing ids of ``kind`` (caller holds the write lock)."""
+        return draw_ids(
+            self.root,
+            kind,
+            count,
+            read_ceilings=self._ceilings,
+            write_ceilings=partial(self._write_json, self.root / COUNTERS),
+        )
+
+    def _ceilings(self) -> dict[str, int]:
         path = self.root / COUNTERS
         counters = self._read_json(path) or {}
-        if not isinstance(counters, dict):
-            raise self._corrupt(path, CorruptedData(f"{path} is not an object"))
-        first = int(counters.get(kind, 0)) + 1
-        counters = {**counters, kind: first + count - 1}
-        self._write_json(path, counters)
-        return list(range(first, first + count))
+        if not isinstance(counters, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in counters.values()
+        ):
+            raise self._corrupt(path, CorruptedData(f"{path} is not an object of integers"))
+        return {str(k): int(v) for k, v in counters.items()}

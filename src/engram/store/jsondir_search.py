@@ -1,13 +1,14 @@
-"""Search of the jsondir backend: a BM25 index per session document, kept in this process.
+"""Search of the jsondir backend: a BM25 index per session, kept in this process.
 
 The documents stay the agent-runtime format (nothing search-specific is
 written into them). Each session's :class:`~engram.store.text_index.TextIndex`
-is built the first time the session is searched, from its document, and
-remembered with the document's file signature (inode, mtime, size). An
-append by this store extends the index with the new messages and takes the
-new signature, so nothing is re-indexed; a document rewritten by another
-process has another signature and its index is rebuilt once. A search then
-costs a ``stat`` per session plus the postings of the query's stems, never a
+is built the first time the session is searched, from its document and log,
+and remembered with their file signatures (inode, mtime, size). An append by
+this store extends the index with the new messages and takes the new
+signatures, and a rewrite that keeps the messages (a state saved, the log
+folded) only takes them, so nothing is re-indexed; files changed by another
+process have other signatures and the index is rebuilt once. A search then
+costs two ``stat`` per session plus the postings of the query's stems, never a
 re-stemming of the scope.
 """
 
@@ -23,15 +24,18 @@ from zoneinfo import ZoneInfo
 
 from engram.models import Message, SearchHit
 from engram.search_query import SearchQuery, parse
+from engram.store.jsondir_files import Signature as FileSignature
+from engram.store.jsondir_log import log_path
 from engram.store.text_index import TextIndex, add_messages
 from engram.store.text_index import search as text_search
 
-Signature = tuple[int, int, int]
+#: The signatures of a session's document and of its log (None: no log).
+Signature = tuple[FileSignature, FileSignature | None]
 
 
 @dataclass
 class SessionIndex:
-    """One session document's index, valid while the file has ``signature``."""
+    """One session's index, valid while its files have ``signature``."""
 
     signature: Signature
     index: TextIndex = field(default_factory=TextIndex)
@@ -39,13 +43,19 @@ class SessionIndex:
     messages: list[Message] = field(default_factory=list)
 
 
-def signature(path: Path) -> Signature | None:
+def file_signature(path: Path) -> FileSignature | None:
     """The file's (inode, mtime ns, size), or None when it does not exist."""
     try:
         stat = path.stat()
     except FileNotFoundError:
         return None
     return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+
+def signature(path: Path) -> Signature | None:
+    """The signatures of the session document ``path`` and its log; None without a document."""
+    document = file_signature(path)
+    return None if document is None else (document, file_signature(log_path(path)))
 
 
 class JsonDirIndexes:
@@ -57,7 +67,7 @@ class JsonDirIndexes:
         self._by_path: dict[Path, SessionIndex] = {}
 
     def current(self, path: Path, load: Callable[[], list[Message]]) -> SessionIndex | None:
-        """The index of the document at ``path``, rebuilt from ``load()`` if it changed."""
+        """The index of the session document ``path``, rebuilt from ``load()`` if it changed."""
         sig = signature(path)
         if sig is None:
             with self._lock:
@@ -75,9 +85,7 @@ class JsonDirIndexes:
             self._by_path[path] = built
         return built
 
-    def appended(
-        self, path: Path, before: Signature | None, previous: list[Message], stored: list[Message]
-    ) -> None:
+    def appended(self, path: Path, before: Signature | None, stored: list[Message]) -> None:
         """Extend the index after this store appended ``stored`` (when it was current)."""
         with self._lock:
             found = self._by_path.get(path)
@@ -85,8 +93,18 @@ class JsonDirIndexes:
             if found is None or after is None or found.signature != before:
                 self._by_path.pop(path, None)
                 return
-            add_messages(found.index, found.speakers, previous, stored, self.zone)
-            found.messages = previous + stored
+            add_messages(found.index, found.speakers, found.messages, stored, self.zone)
+            found.messages = found.messages + stored
+            found.signature = after
+
+    def moved(self, path: Path, before: Signature | None) -> None:
+        """Keep the index after this store rewrote the files with the same messages."""
+        with self._lock:
+            found = self._by_path.get(path)
+            after = signature(path)
+            if found is None or after is None or found.signature != before:
+                self._by_path.pop(path, None)
+                return
             found.signature = after
 
     def forget(self, path: Path) -> None:
@@ -122,4 +140,11 @@ def speakers(indexes: list[SessionIndex]) -> list[str]:
     return sorted({name for ix in indexes for name in ix.speakers})
 
 
-__all__: list[Any] = ["JsonDirIndexes", "SessionIndex", "search", "signature", "speakers"]
+__all__: list[Any] = [
+    "JsonDirIndexes",
+    "SessionIndex",
+    "file_signature",
+    "search",
+    "signature",
+    "speakers",
+]

@@ -18,8 +18,16 @@ One JSON document per session. The fields are all there, so a person
       ],
       "states": {"compaction": {"version": 3, "updated_at": "...", "data": {...}}},
       "totals": {"message_count": 1, "token_count": 5,
-                 "first_message_at": ..., "last_message_at": ...}
+                 "first_message_at": ..., "last_message_at": ...},
+      "log_generation": "3f2a9c1e0b7d4a55"
     }
+
+``log_generation`` (jsondir only) names the session's append log: messages
+added since the document was last rewritten are in ``<session>.jsonl`` beside
+it, when that log's header carries this generation (see
+:mod:`engram.store.jsondir_log`). A document without it has no log: every
+message is in ``recent_history`` (documents written before the logs existed,
+exports, and files of the agent runtime).
 
 Engram keeps every message, so ``recent_history`` holds the whole history
 (the agent runtime trimmed it after compaction; here the summary lives in the
@@ -177,8 +185,24 @@ def _system_state(agent: Mapping[str, Any]) -> JSON:
     }
 
 
-def build_document(info: SessionInfo, messages: list[Message], states: list[StateRecord]) -> JSON:
-    """The whole document for one session."""
+def totals(info: SessionInfo) -> JSON:
+    """The ``totals`` object of a document."""
+    return {
+        "message_count": info.message_count,
+        "token_count": info.token_count,
+        "first_message_at": iso(info.first_message_at),
+        "last_message_at": iso(info.last_message_at),
+    }
+
+
+def build_document(
+    info: SessionInfo,
+    messages: list[Message],
+    states: list[StateRecord],
+    *,
+    log_generation: str | None = None,
+) -> JSON:
+    """The whole document for one session (naming its append log, if it has one)."""
     by_kind = {record.kind: record for record in states}
     agent = by_kind[AGENT_STATE_KIND].data if AGENT_STATE_KIND in by_kind else {}
     compaction = by_kind["compaction"].data if "compaction" in by_kind else {}
@@ -198,12 +222,9 @@ def build_document(info: SessionInfo, messages: list[Message], states: list[Stat
     doc["long_term_summary"] = summary if isinstance(summary, str) else str(summary)
     doc["recent_history"] = [message_entry(m) for m in messages]
     doc["states"] = {kind: state_entry(by_kind[kind]) for kind in sorted(by_kind)}
-    doc["totals"] = {
-        "message_count": info.message_count,
-        "token_count": info.token_count,
-        "first_message_at": iso(info.first_message_at),
-        "last_message_at": iso(info.last_message_at),
-    }
+    doc["totals"] = totals(info)
+    if log_generation is not None:
+        doc["log_generation"] = log_generation
     return doc
 
 
