@@ -17,7 +17,9 @@ It serves ``POST /v1/chat/completions`` and ``GET /v1/models``. A request with
 ``"stream": true`` gets the same scripted answer as server-sent events: the
 text a few characters per chunk, the tool calls, then the usage when
 ``stream_options.include_usage`` asks for it.
-A response's ``chunk_delay`` paces the chunks (to test a client that leaves mid-stream).
+A response's ``chunk_delay`` paces the chunks (to test a client that leaves mid-stream, or a
+model that trickles); a non-streamed answer with a ``chunk_delay`` is sent in small pieces
+that far apart.
 
 :class:`~engram.store.memory.MemoryStore` (``memory://NAME``) is a store that
 keeps everything in this process, for tests that need no file at all.
@@ -48,7 +50,8 @@ class FakeResponse:
     ``raw_body`` (when set) is sent as is, so a test can send garbage; else a
     chat completion is built from ``content`` / ``tool_calls``. ``delay`` is
     slept before answering (interrupted when the server stops); a streamed
-    answer also sleeps ``chunk_delay`` before each content chunk.
+    answer also sleeps ``chunk_delay`` before each content chunk, and a
+    non-streamed one is sent ``TRICKLE_BYTES`` at a time, ``chunk_delay`` apart.
     """
 
     content: str | None = ""
@@ -259,6 +262,8 @@ class FakeLLMServer:
 
 #: Characters of text per streamed chunk.
 STREAM_PIECE = 8
+#: Bytes per piece of a non-streamed answer sent with a ``chunk_delay``.
+TRICKLE_BYTES = 8
 
 
 def stream_chunks(completion: JSON, *, include_usage: bool) -> list[JSON]:
@@ -358,7 +363,26 @@ def _make_handler(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             if request.body and request.body.get("stream") is True and response.status == 200:
                 self._stream(request.body, completion, response.chunk_delay)
                 return
-            self._send(response.status, json.dumps(completion).encode(), "application/json")
+            body = json.dumps(completion).encode()
+            if response.chunk_delay:
+                self._trickle(response.status, body, response.chunk_delay)
+                return
+            self._send(response.status, body, "application/json")
+
+        def _trickle(self, status: int, body: bytes, delay: float) -> None:
+            """Send ``body`` a few bytes at a time, ``delay`` seconds apart (a slow model)."""
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                for start in range(0, len(body), TRICKLE_BYTES):
+                    self.wfile.write(body[start : start + TRICKLE_BYTES])
+                    self.wfile.flush()
+                    if fake._stopping.wait(delay):
+                        return
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up on the slow answer
 
         def _stream(self, body: JSON, completion: JSON, chunk_delay: float) -> None:
             options = body.get("stream_options")

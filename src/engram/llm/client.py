@@ -6,7 +6,9 @@ them given a base URL, a key and a model name.
 
 Failure policy (DESIGN invariant 6): the SDK's own retries are switched off
 (``max_retries=0``) and this client retries exactly once, after a short
-backoff, on a timeout, a connection error, HTTP 429 or HTTP 5xx. Anything
+backoff, on a timeout, a connection error, HTTP 429 or HTTP 5xx. The timeout
+bounds each attempt in total, not each read (:mod:`engram.llm.deadline`): a
+server that trickles its answer is abandoned at the deadline all the same. Anything
 else fails at once. Errors are mapped to :mod:`engram.errors`:
 :class:`LLMTimeout`, :class:`LLMError` and :class:`LLMBadResponse`.
 
@@ -24,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,8 +33,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from engram.checks import MAX_ARGUMENTS_BYTES, MAX_ID_CHARS, clean_json, clean_text
+from engram.checks import clean_text
 from engram.errors import ConfigError, LLMBadResponse, LLMError, LLMTimeout
+from engram.llm.answers import Reply, StreamedAnswer, clean_call, parse_json_object
+from engram.llm.deadline import async_deadline, bounded_http_client, step, steps, sync_deadline
 from engram.llm.prices import cost_usd
 from engram.models import JSON, UsageRecord
 from engram.tokens import count_messages, counter_for_model
@@ -46,7 +49,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Seconds before a call is abandoned (each attempt).
+#: Seconds before an attempt is abandoned: connect to last byte, however slowly it trickles.
 DEFAULT_TIMEOUT = 30.0
 #: Seconds to wait before the single retry.
 DEFAULT_BACKOFF = 0.5
@@ -66,7 +69,6 @@ _PLACEHOLDER_KEY = "not-needed"
 OPENAI_API_KEY = "OPENAI_API_KEY"
 OPENAI_BASE_URL = "OPENAI_BASE_URL"
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
-_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +122,8 @@ class LLMClient:
                 else OpenAI.
             api_key: Bearer key; None means ``OPENAI_API_KEY``. A server on
                 this machine (localhost, 127.0.0.1, ::1) needs none.
-            timeout: Seconds per attempt.
+            timeout: Seconds per attempt, in total: a server that trickles its
+                answer is abandoned then, not only one that falls silent.
             backoff: Seconds to wait before the single retry.
             temperature: Sampling temperature; 0 keeps summaries stable. None omits it.
 
@@ -148,7 +151,11 @@ class LLMClient:
 
         self._api_key = key
         self._client = openai.OpenAI(
-            api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
+            api_key=key,
+            base_url=self.base_url,
+            timeout=timeout,
+            max_retries=0,
+            http_client=bounded_http_client(timeout=timeout),
         )
         # The async SDK client is bound to the event loop that first uses it.
         self._async: tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI] | None = None
@@ -260,7 +267,8 @@ class LLMClient:
         client = self._async_client()
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
-                response = await client.chat.completions.create(**kwargs)
+                deadline = async_deadline(self.timeout)
+                response = await step(deadline, client.chat.completions.create(**kwargs))
             except Exception as exc:
                 error = self._failure(exc, purpose)
                 if error is None:
@@ -297,11 +305,13 @@ class LLMClient:
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
         client = self._async_client()
-        answer = _StreamedAnswer(model=self.model)
+        answer = StreamedAnswer(model=self.model)
         for attempt in range(1, MAX_ATTEMPTS + 1):
+            stream: Any = None
             try:
-                stream = await client.chat.completions.create(**kwargs)
-                async for chunk in stream:
+                deadline = async_deadline(self.timeout)
+                stream = await step(deadline, client.chat.completions.create(**kwargs))
+                async for chunk in steps(deadline, stream.__aiter__()):
                     piece = answer.take(chunk)
                     if piece:
                         yield piece
@@ -314,6 +324,9 @@ class LLMClient:
                     await _pause(self.backoff)
                     continue
                 raise error from exc
+            finally:
+                if stream is not None:
+                    await stream.close()  # a stream cut at its deadline leaves no connection
             if not answer.choices:
                 raise LLMBadResponse(f"{self.model} sent no choices in its stream")
             yield self._assemble(answer.reply(), messages, purpose)
@@ -326,6 +339,7 @@ class LLMClient:
         if self._async is None or self._async[0] is not loop:
             import openai
 
+            # Each call runs under its deadline (see engram.llm.deadline).
             client = openai.AsyncOpenAI(
                 api_key=self._api_key, base_url=self.base_url, timeout=self.timeout, max_retries=0
             )
@@ -383,7 +397,8 @@ class LLMClient:
     def _create_with_retry(self, kwargs: dict[str, Any], purpose: str) -> Any:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
-                return self._client.chat.completions.create(**kwargs)
+                with sync_deadline(self.timeout):
+                    return self._client.chat.completions.create(**kwargs)
             except Exception as exc:
                 error = self._failure(exc, purpose)
                 if error is None:
@@ -399,7 +414,7 @@ class LLMClient:
         """The Engram error a failed SDK call becomes, or None for an error that is not one."""
         import openai  # already loaded by __init__; a dictionary look-up
 
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, openai.APITimeoutError | TimeoutError):
             return LLMTimeout(f"{self.model} did not answer within {self.timeout:g}s ({purpose})")
         if isinstance(exc, openai.APIConnectionError):
             return LLMError(f"cannot reach {self.base_url or 'OpenAI'} ({purpose}): {exc}")
@@ -424,7 +439,7 @@ class LLMClient:
         if message is None:
             raise LLMBadResponse(f"{self.model} sent a choice without a message")
         usage = getattr(response, "usage", None)
-        reply = _Reply(
+        reply = Reply(
             text=message.content or "",
             tool_calls=[call.model_dump(exclude_none=True) for call in (message.tool_calls or [])],
             finish_reason=choices[0].finish_reason,
@@ -435,7 +450,7 @@ class LLMClient:
         return self._assemble(reply, messages, purpose)
 
     def _assemble(
-        self, reply: _Reply, messages: Sequence[Mapping[str, Any]], purpose: str
+        self, reply: Reply, messages: Sequence[Mapping[str, Any]], purpose: str
     ) -> LLMResult:
         """The :class:`LLMResult` of one answer, its usage counted locally when not reported."""
         text = reply.text
@@ -443,7 +458,7 @@ class LLMClient:
             raise LLMBadResponse(f"{self.model} sent non-text content: {type(text).__name__}")
         # Model output is untrusted input: storable text only, bounded like a message.
         text = clean_text(text)
-        tool_calls = [_clean_call(dict(call)) for call in reply.tool_calls]
+        tool_calls = [clean_call(dict(call)) for call in reply.tool_calls]
         if reply.prompt_tokens is None:
             estimated = True
             counter = counter_for_model(self.model)
@@ -468,110 +483,6 @@ class LLMClient:
         )
 
 
-@dataclass(slots=True)
-class _Reply:
-    """What one answer said, however it arrived (whole or streamed)."""
-
-    text: Any
-    tool_calls: list[JSON]
-    finish_reason: str | None
-    model: Any
-    prompt_tokens: int | None
-    completion_tokens: int | None
-
-
-@dataclass(slots=True)
-class _StreamedAnswer:
-    """Chat-completion chunks put back together: text, tool calls by index, usage."""
-
-    model: str
-    pieces: list[str] = field(default_factory=list)
-    calls: dict[int, JSON] = field(default_factory=dict)
-    finish_reason: str | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    started: bool = False
-    choices: bool = False
-
-    def take(self, chunk: Any) -> str:
-        """Fold one chunk in; return its new text ("" for none)."""
-        self.started = True
-        self.model = getattr(chunk, "model", None) or self.model
-        usage = getattr(chunk, "usage", None)
-        if usage is not None:
-            self.prompt_tokens = usage.prompt_tokens
-            self.completion_tokens = usage.completion_tokens
-        choices = getattr(chunk, "choices", None) or []
-        if not isinstance(choices, list) or not choices:
-            return ""
-        self.choices = True
-        choice = choices[0]
-        self.finish_reason = choice.finish_reason or self.finish_reason
-        delta = choice.delta
-        for part in getattr(delta, "tool_calls", None) or []:
-            call = self.calls.setdefault(
-                part.index,
-                {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
-            )
-            call["id"] = part.id or call["id"]
-            if part.function is not None:
-                call["function"]["name"] += part.function.name or ""
-                call["function"]["arguments"] += part.function.arguments or ""
-        piece = delta.content or ""
-        if piece:
-            self.pieces.append(piece)
-        return piece
-
-    def reply(self) -> _Reply:
-        """The whole answer."""
-        return _Reply(
-            text="".join(self.pieces),
-            tool_calls=[self.calls[index] for index in sorted(self.calls)],
-            finish_reason=self.finish_reason,
-            model=self.model,
-            prompt_tokens=self.prompt_tokens,
-            completion_tokens=self.completion_tokens,
-        )
-
-
-def parse_json_object(text: str) -> JSON:
-    """Parse a model's JSON answer, tolerating a Markdown code fence around it.
-
-    Raises:
-        LLMBadResponse: Empty, invalid or truncated JSON, or JSON that is not an object.
-
-    """
-    body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
-    if not body:
-        raise LLMBadResponse("the model answered with empty text where JSON was expected")
-    try:
-        data = clean_json(json.loads(body))
-    except json.JSONDecodeError as exc:
-        raise LLMBadResponse(
-            f"the model answered with invalid JSON ({exc}): {body[:120]!r}"
-        ) from exc
-    except (RecursionError, ValueError) as exc:
-        raise LLMBadResponse(f"the model answered with unusable JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise LLMBadResponse(f"the model answered with JSON {type(data).__name__}, not an object")
-    return data
-
-
-def _clean_call(call: JSON) -> JSON:
-    """A model's tool call with storable id, name and arguments (NUL and surrogates removed)."""
-    function = call.get("function")
-    if isinstance(function, dict):
-        for key in ("name", "arguments"):
-            if isinstance(function.get(key), str):
-                function[key] = clean_text(function[key], max_bytes=MAX_ARGUMENTS_BYTES)
-    if isinstance(call.get("id"), str):
-        call["id"] = clean_text(call["id"], max_bytes=MAX_ID_CHARS)
-    return call
-
-
 def _is_local(base_url: str | None) -> bool:
     """Whether ``base_url`` names a server on this machine (which needs no key)."""
     if not base_url:
@@ -592,7 +503,7 @@ def _retryable(exc: Exception) -> bool:
 
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code == 429 or exc.status_code >= 500
-    return isinstance(exc, openai.APITimeoutError | openai.APIConnectionError)
+    return isinstance(exc, openai.APITimeoutError | openai.APIConnectionError | TimeoutError)
 
 
 def _short(exc: openai.APIStatusError) -> str:

@@ -30,11 +30,12 @@ from typing import Any, ParamSpec, TypeVar
 import anyio
 
 from engram import tools
+from engram.errors import LLMError
 from engram.models import JSON
 from engram.proxy.history import Round, build_round, run_engram_calls, store_answer, store_new
 from engram.proxy.request import ChatRequest
 from engram.proxy.settings import ProxySettings
-from engram.proxy.stream import DONE, Gathered, event, tool_call_chunks
+from engram.proxy.stream import DONE, Gathered, error_event, event, tool_call_chunks
 from engram.proxy.upstream import Upstream
 from engram.session import Session
 
@@ -208,6 +209,7 @@ class ProxyTurn:
         held: list[JSON],
     ) -> AsyncIterator[bytes]:
         finished = False
+        broken: LLMError | None = None
         try:
             for chunk in held:
                 out = self._relayed(chunk)
@@ -219,11 +221,13 @@ class ProxyTurn:
                 if out is not None:
                     yield out
             finished = True
+        except LLMError as exc:  # the upstream timed out or broke off mid-stream: say so
+            broken = exc
         finally:
             with anyio.CancelScope(shield=True):
                 await stack.aclose()
                 await _offload(store_answer, self.session, gathered.message(), cut=not finished)
-        yield DONE
+        yield DONE if broken is None else error_event(broken)
 
     def _relayed(self, chunk: JSON) -> bytes | None:
         """A chunk for the client, counting its usage (see :meth:`_relayed_chunk`)."""

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram.errors import LLMError, LLMTimeout
 from engram.models import JSON
 
 
@@ -67,6 +68,12 @@ def event(chunk: JSON) -> bytes:
 
 #: The event that ends every stream.
 DONE = b"data: [DONE]\n\n"
+
+
+def error_event(exc: LLMError) -> bytes:
+    """The event that ends a stream the upstream broke off (OpenAI's SDK raises it as an error)."""
+    kind = "llm_timeout" if isinstance(exc, LLMTimeout) else "llm_error"
+    return event({"error": {"type": kind, "message": str(exc), "field": None}})
 
 
 def tool_call_chunks(gathered: Gathered, calls: list[JSON], usage: JSON | None) -> list[JSON]:

@@ -2,7 +2,8 @@
 
 An upstream error is not Engram's to interpret: :class:`UpstreamFailed` keeps
 its status and body so the client gets them unchanged. A call that takes
-longer than the configured timeout is :class:`~engram.errors.LLMTimeout`
+longer than the configured timeout in total (from the request to the last
+byte, however slowly the upstream trickles) is :class:`~engram.errors.LLMTimeout`
 (504); an upstream that cannot be reached is :class:`~engram.errors.LLMError`
 (502).
 """
@@ -16,6 +17,7 @@ from contextlib import asynccontextmanager, contextmanager
 import httpx
 
 from engram.errors import LLMBadResponse, LLMError, LLMTimeout
+from engram.llm.deadline import async_deadline, step, steps
 from engram.models import JSON
 from engram.proxy.settings import ProxySettings
 
@@ -63,7 +65,8 @@ class Upstream:
             LLMError: unreachable. LLMBadResponse: not a JSON object.
         """
         with _translated(self.settings.timeout):
-            response = await self._client.post("/chat/completions", json=body)
+            deadline = async_deadline(self.settings.timeout)
+            response = await step(deadline, self._client.post("/chat/completions", json=body))
         await _check(response)
         try:
             decoded = response.json()
@@ -81,25 +84,27 @@ class Upstream:
             UpstreamFailed, LLMTimeout, LLMError: as :meth:`complete`, before the first chunk.
         """
         with _translated(self.settings.timeout):
+            deadline = async_deadline(self.settings.timeout)
             request = self._client.build_request("POST", "/chat/completions", json=body)
-            response = await self._client.send(request, stream=True)
+            response = await step(deadline, self._client.send(request, stream=True))
         try:
             await _check(response)
-            yield _events(response, self.settings.timeout)
+            yield _events(response, self.settings.timeout, deadline)
         finally:
             await response.aclose()
 
     async def models(self) -> tuple[int, bytes, str]:
         """The upstream's ``GET /models`` answer: status, body, content type."""
         with _translated(self.settings.timeout):
-            response = await self._client.get("/models")
+            deadline = async_deadline(self.settings.timeout)
+            response = await step(deadline, self._client.get("/models"))
         return response.status_code, response.content, _content_type(response)
 
 
-async def _events(response: httpx.Response, seconds: float) -> AsyncIterator[JSON]:
-    """The JSON chunks of a server-sent-events body, up to ``[DONE]``."""
+async def _events(response: httpx.Response, seconds: float, deadline: float) -> AsyncIterator[JSON]:
+    """The JSON chunks of a server-sent-events body, up to ``[DONE]``, ending by ``deadline``."""
     with _translated(seconds):
-        async for line in response.aiter_lines():
+        async for line in steps(deadline, response.aiter_lines()):
             if not line.startswith("data:"):
                 continue
             data = line[5:].strip()
@@ -130,7 +135,7 @@ def _translated(timeout: float) -> Iterator[None]:
     """Turn httpx's transport errors into Engram's."""
     try:
         yield
-    except httpx.TimeoutException as exc:
+    except (httpx.TimeoutException, TimeoutError) as exc:
         raise LLMTimeout(
             f"the upstream model did not answer within {timeout:g} seconds (upstream timeout)"
         ) from exc
