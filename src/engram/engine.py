@@ -280,7 +280,7 @@ class Engram:
     def import_documents(
         self, documents: Sequence[Mapping[str, Any]], *, scope: str | None = None
     ) -> list[PreparedDocument]:
-        """Write Engram session documents; every one is checked before the first write.
+        """Write Engram session documents, all or none; each is checked before the first write.
 
         Each document's session must not exist yet (``scope`` overrides the
         documents' own scopes).
@@ -288,9 +288,11 @@ class Engram:
         Raises:
             ImportFormatError: a document is malformed (named by its position).
             InvalidMessage: a message in it would be refused.
+            StoreError: the store failed; none of the documents was kept.
 
         """
         from engram import transfer
+        from engram.store.grouping import all_or_nothing
 
         prepared = []
         for index, document in enumerate(documents):
@@ -300,8 +302,10 @@ class Engram:
                 raise ImportFormatError(f"document #{index}: {exc}") from None
         for item in prepared:
             transfer.check_target(self.store, item)
-        for item in prepared:
-            transfer.write_document(self.store, item)
+        with all_or_nothing(self.store) as group:  # a failure midway leaves no session written
+            for item in prepared:
+                group.touch(item.info.scope, item.info.id)
+                transfer.write_document(self.store, item)
         return prepared
 
     def scope_summaries(self, only: Sequence[str] | None = None) -> list[ScopeSummary]:

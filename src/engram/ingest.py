@@ -9,10 +9,10 @@
 3. validates every remaining message of every session exactly as
    ``Session.add_many`` will, before the first write: a refused message stops
    the import with nothing written;
-4. writes each session in one transaction.
-
-A *storage* failure midway (disk full, lost connection) can leave the sessions
-written before it in place; running the same import again then skips them.
+4. writes every session as one group: one transaction on SQLite and
+   PostgreSQL; on jsondir and the in-memory store, a failure deletes what the
+   group wrote. A *storage* failure midway (disk full, lost connection) leaves
+   no session of the import, and running it again imports everything.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from engram.errors import InvalidMessage
 from engram.importers import IMPORT_KEY, ImportBatch
 from engram.models import JSON
 from engram.session import Session
+from engram.store.grouping import all_or_nothing
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +46,15 @@ def ingest(
     *,
     advance: Callable[[int], Any] = lambda _n: None,
 ) -> IngestReport:
-    """Import ``batches`` into ``scope`` idempotently; nothing is written if any is refused.
+    """Import ``batches`` into ``scope`` idempotently: all of it, or nothing.
+
+    Every message is checked before the first write, and the writes of all
+    sessions are one group (:func:`engram.store.grouping.all_or_nothing`): a
+    storage failure midway leaves none of them, and a re-run imports everything.
 
     Raises:
         InvalidMessage: a message the store would refuse (named by session and position).
+        StoreError: the store failed; nothing of the import was kept.
 
     """
     plans: list[tuple[Session, list[JSON], int]] = []
@@ -63,11 +69,14 @@ def ingest(
             raise InvalidMessage(f"session {batch.session!r}: {exc}") from None
         plans.append((session, fresh, len(keyed) - len(fresh)))
     new = tokens = 0
-    for session, fresh, _skipped in plans:
-        stored = session.add_many(fresh)
-        new += len(stored)
-        tokens += sum(m.tokens for m in stored)
-        advance(len(stored) + _skipped)
+    with all_or_nothing(mem.store) as group:  # a failure midway leaves no session written
+        for session, fresh, _skipped in plans:
+            if fresh:
+                group.touch(scope, session.id)
+            stored = session.add_many(fresh)
+            new += len(stored)
+            tokens += sum(m.tokens for m in stored)
+            advance(len(stored) + _skipped)
     skipped = sum(skipped for _s, _f, skipped in plans)
     return IngestReport(sessions=len(plans), new=new, skipped=skipped, tokens=tokens)
 

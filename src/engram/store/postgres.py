@@ -23,6 +23,7 @@ memories, their audit trail and LLM usage (scope-level data) in
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -149,6 +150,7 @@ class PostgresStore(
         self._timeout = timeout
         self._dsn = conninfo
         self._closed = False
+        self._group = threading.local()
         probe_connection(conninfo, self.url, timeout)
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             conninfo,

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 import select
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -119,6 +120,8 @@ class PostgresConnections:
     _dsn: str
     _closed: bool
     _pool: ConnectionPool[Conn]
+    #: Per thread: the connection of the group of writes in progress (see :meth:`atomic`).
+    _group: threading.local
 
     def close(self) -> None:
         """Close every pooled connection. Safe to call twice."""
@@ -141,16 +144,39 @@ class PostgresConnections:
     # -- plumbing -------------------------------------------------------------------
 
     @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Make this thread's store calls inside one transaction: all writes commit, or none.
+
+        Calls of the block use its connection (reads see its writes); a write
+        is a savepoint inside it, and any error rolls the whole block back.
+        """
+        if getattr(self._group, "conn", None) is not None:
+            yield  # already inside a group: the outer one commits
+            return
+        with self._connection(transaction=True) as conn:
+            self._group.conn = conn
+            try:
+                yield
+            finally:
+                self._group.conn = None
+
+    @contextmanager
     def _connection(self, *, transaction: bool = False) -> Iterator[Conn]:
         """A pooled (autocommit) connection; with ``transaction``, inside one committed on success.
 
-        psycopg errors become Engram errors: a dropped connection is
+        Inside :meth:`atomic` it is the group's connection (a transaction is a
+        savepoint). psycopg errors become Engram errors: a dropped connection is
         ConnectionLost (the pool discards the broken connection and opens a new
         one), anything else is StoreError.
         """
         if self._closed:
             raise StoreError(f"the store {self.url} is closed")
         try:
+            group: Conn | None = getattr(self._group, "conn", None)
+            if group is not None:
+                with group.transaction() if transaction else nullcontext():
+                    yield group
+                return
             with self._pool.connection(timeout=self._timeout) as conn:
                 if transaction:
                     with conn.transaction():

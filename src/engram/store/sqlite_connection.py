@@ -75,6 +75,17 @@ class Tx:
         self.rollback_only = False
 
 
+def _joined(group: Tx) -> Tx:
+    """A write inside a group: the group's connection and id caches (cached at its commit).
+
+    Its own ``rollback_only`` (a missed compare-and-set, which changed nothing) is
+    not the group's: the rest of the group still commits.
+    """
+    tx = Tx(group.conn)
+    tx.scopes, tx.sessions = group.scopes, group.sessions
+    return tx
+
+
 class SQLiteConnections:
     """Per-thread connections, write transactions and the id caches of one store."""
 
@@ -167,8 +178,29 @@ class SQLiteConnections:
         return StoreError(f"{op} on {self.url} failed: {type(exc).__name__}: {text}")
 
     @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """Make this thread's writes inside one transaction: all of them commit, or none.
+
+        Writes of the block join it (a store method that fails raises, and the
+        whole block rolls back); other threads' writes wait for its end.
+        """
+        if getattr(self._local, "group", None) is not None:
+            yield  # already inside a group: the outer one commits
+            return
+        with self._lock, self._write() as tx:
+            self._local.group = tx
+            try:
+                yield
+            finally:
+                self._local.group = None
+
+    @contextmanager
     def _write(self) -> Iterator[Tx]:
         """One atomic write: BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on any error."""
+        group: Tx | None = getattr(self._local, "group", None)
+        if group is not None:
+            yield _joined(group)  # committed or rolled back with its group
+            return
         conn = self._conn()
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
