@@ -12,6 +12,7 @@ from engram.context import (
     FIRST_CHUNK,
     MIN_BUDGET,
     Context,
+    HistoryTotals,
     Section,
     build_context,
 )
@@ -488,6 +489,21 @@ class TestReading:
         assert limits[0] == FIRST_CHUNK
         assert max(limits) == 512  # the estimate is large, reads are capped
         assert len(limits) <= 8
+
+    def test_stored_totals_size_the_first_read(self) -> None:
+        """With the session's totals, one read sized from its average message takes the window."""
+        history = chat(2_001, words=20)
+        totals = HistoryTotals(len(history), sum(m.tokens for m in history))
+        reader = History(history)
+        policy = Policy(name="cached", cache_window=True)
+        ctx = build_context(reader, budget=8_000, policy=policy, totals=totals)
+        assert len(reader.calls) == 1
+        assert len(ctx.message_ids) <= reader.rows <= len(ctx.message_ids) * 1.5 + 8
+        without = History(history)
+        assert build_context(without, budget=8_000, policy=policy) == build_context(
+            History(history), budget=8_000, policy=policy
+        )
+        assert len(without.calls) > 1  # without totals: a first chunk, then more
 
     def test_reader_ignoring_before_id_is_an_error(self) -> None:
         history = chat(100)

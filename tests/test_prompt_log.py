@@ -23,6 +23,28 @@ from engram.prompt_log import (
 
 
 class TestRecording:
+    def test_a_turn_reads_the_session_once(
+        self, mem: Engram, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The cache-aware window and the prompt log share one read of the stored totals."""
+        chat = mem.session("s", scope="p")
+        chat.add("user", "what did we decide about the launch?")
+        assert chat.policy.cache_window  # read once per Session object, before counting
+        reads = []
+        real = mem.store.get_session
+
+        def counted(scope: str, session: str) -> object:
+            reads.append((scope, session))
+            return real(scope, session)
+
+        monkeypatch.setattr(mem.store, "get_session", counted)
+        chat.context(500)
+        assert reads == [("p", "s")]
+        info = real("p", "s")
+        assert info is not None
+        recent = chat.prompt_log().recent[-1]
+        assert (recent.history_messages, recent.history_tokens) == (1, info.token_count)
+
     def test_each_turn_is_recorded_with_the_history_size_then(self, mem: Engram) -> None:
         chat = mem.session("s", scope="p")
         sizes = []

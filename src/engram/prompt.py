@@ -90,9 +90,22 @@ class _Reads:
 
 
 def build_prompt(
-    runtime: Runtime, scope: str, session: str, policy: Policy, request: PromptRequest
+    runtime: Runtime,
+    scope: str,
+    session: str,
+    policy: Policy,
+    request: PromptRequest,
+    *,
+    totals: HistoryTotals | None,
 ) -> Context:
-    """The prompt for the next turn of one session (see the module docstring)."""
+    """The prompt for the next turn of one session (see the module docstring).
+
+    ``totals`` are the session's stored totals (:func:`stored_totals`), read by
+    the caller, which records them in the prompt log too; a policy's
+    ``cache_window`` anchors on them.
+    """
+    if not policy.cache_window:
+        totals = None
     sections: list[Section] = []
     memories = runtime.memories_section(scope)
     if memories is not None:
@@ -105,7 +118,7 @@ def build_prompt(
             policy,
             sections,
             tail_reader(runtime.store, scope, session),
-            totals=history_totals(runtime.store, scope, session, policy),
+            totals=totals,
         )
     fixed = fixed_tokens(request.system, sections)
     reads = _read(runtime.store, scope, session, policy)
@@ -130,7 +143,7 @@ def build_prompt(
         reader,
         floor_id=reads.state.watermark or None,
         views=shown,
-        totals=history_totals(runtime.store, scope, session, policy),
+        totals=totals,
     )
     return dataclasses.replace(
         ctx,
@@ -182,10 +195,8 @@ def _build(
     )
 
 
-def history_totals(store: Store, scope: str, session: str, policy: Policy) -> HistoryTotals | None:
-    """The session's stored totals, which a cache-aware window anchors on (else None)."""
-    if not policy.cache_window:
-        return None
+def stored_totals(store: Store, scope: str, session: str) -> HistoryTotals | None:
+    """The session's stored totals now (None for a session never written)."""
     info = store.get_session(scope, session)
     return HistoryTotals(info.message_count, info.token_count) if info is not None else None
 

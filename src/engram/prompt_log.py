@@ -203,16 +203,30 @@ class PromptRecorder:
         self._waiting = 0
         self._last_flush = time.monotonic()
 
-    def record(self, scope: str, session: str, *, sent_tokens: int, budget: int) -> None:
-        """Record one turn with the stored history's size now (none for a session never written)."""
-        info = self._store.get_session(scope, session)
-        if info is None:
-            return
+    def record(
+        self,
+        scope: str,
+        session: str,
+        *,
+        sent_tokens: int,
+        budget: int,
+        history: tuple[int, int] | None = None,
+    ) -> None:
+        """Record one turn with the stored history's size now (none for a session never written).
+
+        ``history`` is that size as ``(messages, tokens)`` when the caller has
+        just read it (the prompt builder does), which saves a look-up per turn.
+        """
+        if history is None:
+            info = self._store.get_session(scope, session)
+            if info is None:
+                return
+            history = (info.message_count, info.token_count)
         turn = Turn(
             at=datetime.now(UTC),
             sent_tokens=sent_tokens,
-            history_tokens=info.token_count,
-            history_messages=info.message_count,
+            history_tokens=history[1],
+            history_messages=history[0],
             budget=budget,
         )
         with self._lock:

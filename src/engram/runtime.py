@@ -37,6 +37,7 @@ from engram.errors import InvalidQuery, MessageNotFound
 from engram.llm.client import LLMClient
 from engram.memories import SECTION_TITLE as MEMORIES_SECTION_TITLE
 from engram.memories import Memories, MemoryBudget, MemoryMetrics
+from engram.memories.service import memory_block
 from engram.models import Message, NewMessage
 from engram.policy import Policy, get_policy
 from engram.prompt_log import PromptRecorder
@@ -288,7 +289,7 @@ class Runtime:
         if self.memories_text is not None:
             text = self.memories_text(scope)
         else:
-            text = self.memories(scope).context_text(tz=self.tz)
+            text = memory_block(self.store, scope, self.memory_metrics, tz=self.tz)
         return Section(MEMORIES_SECTION_TITLE, text) if text and text.strip() else None
 
     # -- lifecycle ------------------------------------------------------------------

@@ -34,7 +34,7 @@ from engram.memories.records import Outcome as MemoryOutcome
 from engram.memories.service import Memories
 from engram.models import ROLES, Message, NewMessage, SearchHit, SessionInfo
 from engram.policy import DEFAULT_BUDGET, Policy, get_policy
-from engram.prompt import PromptRequest, build_prompt, fixed_tokens
+from engram.prompt import PromptRequest, build_prompt, fixed_tokens, stored_totals
 from engram.prompt_log import PromptLog
 from engram.runtime import Runtime
 from engram.sections.agent_state import load_agent_state, update_agent_state
@@ -214,11 +214,21 @@ class Session:
             compact=compact,
             merge_system=merge_system,
         )
-        ctx = build_prompt(self.runtime, self.scope, self.id, active, request)
+        # One read of the stored totals serves the cache-aware window and the prompt log.
+        totals = (
+            stored_totals(self._store, self.scope, self.id)
+            if compact or active.cache_window
+            else None
+        )
+        ctx = build_prompt(self.runtime, self.scope, self.id, active, request, totals=totals)
         self.runtime.remember_visible(self.scope, self.id, ctx.message_ids)
-        if compact:
+        if compact and totals is not None:  # a session never written records nothing
             self.runtime.prompts.record(
-                self.scope, self.id, sent_tokens=ctx.tokens, budget=ctx.budget
+                self.scope,
+                self.id,
+                sent_tokens=ctx.tokens,
+                budget=ctx.budget,
+                history=(totals.messages, totals.tokens),
             )
         return ctx
 

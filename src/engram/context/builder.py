@@ -33,7 +33,7 @@ from engram.context.truncation import (
     squeeze,
     truncate_system,
 )
-from engram.context.window import FIRST_CHUNK, Cursor, Window, current_turn, fill_window
+from engram.context.window import FIRST_CHUNK, MAX_CHUNK, Cursor, Window, current_turn, fill_window
 from engram.errors import ConfigError
 from engram.models import JSON
 from engram.policy import Policy, get_policy
@@ -55,8 +55,13 @@ def _check_budget(budget: int, reserve: int) -> None:
         )
 
 
-def _first_chunk(policy: Policy, avail: int) -> int:
+def _first_chunk(policy: Policy, avail: int, totals: HistoryTotals | None) -> int:
     size = FIRST_CHUNK
+    if totals is not None and totals.messages:
+        # The session's average message size says how many rows the budget takes:
+        # one read instead of a small one and a second sized from it.
+        size = int(avail * totals.messages / max(totals.tokens, 1) * 1.03) + 4
+        size = max(FIRST_CHUNK, min(size, MAX_CHUNK))
     if policy.max_messages is not None:
         size = min(size, policy.max_messages + 1)
     # Every message costs at least 4 tokens: never ask for more rows than could fit.
@@ -148,7 +153,7 @@ def build_context(
     avail = budget - reserve - REPLY_PRIMING
     report = _Report()
     fixed = _fixed_parts(costing, system, sections, merge_system)
-    cursor = Cursor(read, floor_id, _first_chunk(pol, avail))
+    cursor = Cursor(read, floor_id, _first_chunk(pol, avail, totals))
 
     # 1. The current turn: the newest user message and every unit after it.
     user, after_user, spill = current_turn(cursor, costing)

@@ -81,6 +81,23 @@ def scope_lock(store: Store, scope: str) -> NamedLock:
     return named_lock(store, store.url, f"memories:{scope}")
 
 
+def memory_block(
+    store: Store, scope: str, metrics: MemoryMetrics, *, label: str | None = None, tz: Any = None
+) -> str:
+    """The memory block of ``scope`` for its prompts ("" when it has none).
+
+    Counts one injection when there is something to inject. A function, not a
+    ``Memories`` method only: every ``context()`` calls it, and reading needs
+    neither the scope's write lock nor a model client.
+    """
+    memories = store.list_memories(scope)
+    text = format_memories(label or scope, memories, tz=tz)
+    if text:
+        metrics.incr("injections")
+        logger.debug("retrieved %d memories for scope %s", len(memories), scope)
+    return text
+
+
 def bounded_client(llm: LLMClient, timeout: float) -> LLMClient:
     """A view of ``llm`` whose attempts together (retry included) stay within ``timeout``.
 
@@ -182,12 +199,7 @@ class Memories:
 
         Counts one injection when there is something to inject.
         """
-        memories = self.list()
-        text = format_memories(self.label, memories, tz=tz)
-        if text:
-            self.metrics.incr("injections")
-            logger.debug("retrieved %d memories for scope %s", len(memories), self.scope)
-        return text
+        return memory_block(self.store, self.scope, self.metrics, label=self.label, tz=tz)
 
     # -- writing --------------------------------------------------------------------
 
