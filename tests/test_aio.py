@@ -218,7 +218,8 @@ def test_a_stream_is_read_once_and_has_no_result_before_its_end(
 SYNC_ONLY: dict[type, set[str]] = {
     Engram: {
         # plain values or objects, not store calls
-        "config", "tz", "llm", "memory_cap", "memory_budget", "memory_metrics", "jobs", "url",
+        "config", "tz", "llm", "memory_cap", "memory_budget", "memory_metrics",
+        "compaction_metrics", "jobs", "url",
         # runtime wiring for the interfaces (the server, the tools), not async verbs
         "summarizer", "compact", "memories_section", "api_keys", "ping", "job_counts",
     },
