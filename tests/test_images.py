@@ -424,6 +424,37 @@ class TestAnthropicInput:
         ]
         assert sent[2]["content"][-1] == {"type": "text", "text": "Well?"}
 
+    def test_the_anthropic_sdks_own_objects(self, mem: Engram) -> None:
+        from anthropic.types import Message as AnthropicMessage
+
+        response = AnthropicMessage.model_validate(
+            {
+                "id": "msg_01",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "stop_reason": "tool_use",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 12, "output_tokens": 7},
+                "content": [
+                    {"type": "thinking", "thinking": "look it up", "signature": "sig"},
+                    {"type": "text", "text": "Checking."},
+                    {"type": "tool_use", "id": "toolu_9", "name": "search", "input": {"q": "x"}},
+                ],
+            }
+        )
+        chat = mem.session("s", scope="p")
+        chat.add("user", "What did we say?")
+        # The response object itself, then its content blocks (pydantic objects) in a dict.
+        (whole,) = chat.add_many([response])
+        again = chat.add_many([{"role": "assistant", "content": response.content}])
+        for stored in (whole, again[0]):
+            assert stored.content == "Checking."
+            assert stored.tool_calls is not None
+            assert stored.tool_calls[0]["function"] == {"name": "search", "arguments": '{"q": "x"}'}
+        assert whole.metadata["sdk"]["usage"]["output_tokens"] == 7
+        assert whole.metadata["sdk"]["stop_reason"] == "tool_use"
+
     def test_url_image_source(self, mem: Engram) -> None:
         block = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
         stored = mem.session("s", scope="p").add("user", [block])

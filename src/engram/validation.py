@@ -39,6 +39,7 @@ from engram.errors import InvalidMessage
 from engram.models import JSON, ROLES, NewMessage
 
 __all__ = [
+    "ANTHROPIC_FIELDS",
     "MAX_ARGUMENTS_BYTES",
     "MAX_CONTENT_BYTES",
     "MAX_ID_CHARS",
@@ -56,6 +57,12 @@ __all__ = [
 
 #: Fields the OpenAI SDK adds to a message dump; kept in ``metadata["sdk"]`` when set.
 SDK_FIELDS = frozenset({"refusal", "annotations", "audio", "function_call"})
+#: Fields of an Anthropic SDK response (``Message``, ``"type": "message"``) beside role and
+#: content; kept in ``metadata["sdk"]`` when set, so a response can be stored as it came.
+ANTHROPIC_FIELDS = frozenset(
+    {"id", "type", "model", "stop_reason", "stop_sequence", "stop_details", "usage"}
+    | {"container", "diagnostics"}
+)
 
 
 def check_id(kind: str, value: object) -> str:
@@ -220,7 +227,8 @@ def message_fields(item: object, index: int, *, ignore_unknown: bool = False) ->
     """One batch item (dict, SDK object or its dump) as :func:`build_message` arguments.
 
     The OpenAI SDK's extra fields (``refusal``, ``annotations``, ``audio``,
-    ``function_call``) are kept in ``metadata["sdk"]`` when they hold a value.
+    ``function_call``), and those of an Anthropic response (``id``, ``model``,
+    ``usage``...), are kept in ``metadata["sdk"]`` when they hold a value.
     ``parts`` (what :meth:`Message.to_dict` writes beside the text) is read
     as the content. Other unknown fields are refused unless
     ``ignore_unknown`` (an import line carries its own, such as ``session``).
@@ -228,15 +236,14 @@ def message_fields(item: object, index: int, *, ignore_unknown: bool = False) ->
     item = plain(item)
     if not isinstance(item, Mapping):
         raise InvalidMessage(f"message #{index}: expected an object, got {type(item).__name__}")
-    unknown = [
-        key for key in item if key not in _MESSAGE_KEYS and key not in SDK_FIELDS | {"parts"}
-    ]
+    known = SDK_FIELDS | ANTHROPIC_FIELDS if item.get("type") == "message" else SDK_FIELDS
+    unknown = [key for key in item if key not in _MESSAGE_KEYS and key not in known | {"parts"}]
     if unknown and not ignore_unknown:
         raise InvalidMessage(f"message #{index}: unknown field(s) {sorted(map(str, unknown))}")
     fields = {key: item.get(key) for key in _MESSAGE_KEYS}
     if item.get("parts") is not None:
         fields["content"] = item["parts"]
-    extras = {key: plain(item[key]) for key in SDK_FIELDS if item.get(key) not in (None, [], {})}
+    extras = {key: plain(item[key]) for key in known if item.get(key) not in (None, [], {})}
     if extras:
         metadata = fields["metadata"]
         if metadata is not None and not isinstance(metadata, Mapping):
