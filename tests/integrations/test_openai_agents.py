@@ -13,6 +13,7 @@ agents = pytest.importorskip("agents", reason="the 'agents' extra is not install
 
 from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
+from tests.images import png_url  # noqa: E402
 
 from engram.engine import Engram  # noqa: E402
 from engram.integrations.openai_agents import (  # noqa: E402
@@ -155,6 +156,23 @@ class TestTranslation:
     def test_a_non_text_part_is_refused_by_name(self) -> None:
         from engram.errors import InvalidMessage
 
-        image = {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}
-        with pytest.raises(InvalidMessage, match="input_image"):
-            items_to_messages([{"role": "user", "content": [image]}])
+        file = {"type": "input_file", "file_id": "file-1"}
+        with pytest.raises(InvalidMessage, match="input_file"):
+            items_to_messages([{"role": "user", "content": [file]}])
+
+    def test_an_image_is_kept_and_given_back(self, mem: Engram) -> None:
+        url = png_url(64, 64)
+        item = {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "What is it?"},
+                {"type": "input_image", "image_url": url, "detail": "low"},
+            ],
+        }
+        chat = mem.session("agents-image", scope="p")
+        (stored,) = chat.add_many(items_to_messages([item]))
+        assert stored.parts == [
+            {"type": "text", "text": "What is it?"},
+            {"type": "image_url", "image_url": {"url": url, "detail": "low"}},
+        ]
+        assert messages_to_items([stored.to_openai()]) == [item]

@@ -20,7 +20,9 @@ Items are translated to chat messages and back: user, system and developer
 messages (developer is stored as system), assistant messages, ``function_call``
 and ``function_call_output`` items. Items of other types (reasoning, hosted
 tool calls) are not kept; a warning names them. Assistant messages come back
-in the SDK's short form (``{"role": "assistant", "content": text}``).
+in the SDK's short form (``{"role": "assistant", "content": text}``). A user
+message with ``input_image`` parts is stored whole (``Message.parts``) and
+comes back as ``input_text`` and ``input_image`` parts.
 """
 
 from __future__ import annotations
@@ -222,7 +224,10 @@ def items_to_messages(items: Iterable[Mapping[str, Any]]) -> list[JSON]:
             messages.append({"role": "tool", "tool_call_id": item["call_id"], "content": text})
         elif kind == "message" and "role" in item:
             role = "system" if item["role"] == "developer" else item["role"]
-            messages.append({"role": role, "content": _text(item.get("content"))})
+            content = item.get("content")
+            # With an image the parts go as they are: Engram keeps them (engram.checks).
+            kept = content if _has_image(content) else _text(content)
+            messages.append({"role": role, "content": kept})
         else:
             logger.warning("an Agents SDK item of type %r is not kept by Engram", kind)
     return messages
@@ -243,8 +248,11 @@ def messages_to_items(messages: Iterable[Mapping[str, Any]]) -> list[TResponseIn
                 }
             )
             continue
-        if message.get("content"):
-            items.append({"role": role, "content": message["content"]})
+        content = message.get("content")
+        if isinstance(content, list):  # a message with images: Responses input parts
+            items.append({"role": role, "content": [_input_part(part) for part in content]})
+        elif content:
+            items.append({"role": role, "content": content})
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
             items.append(
@@ -256,6 +264,25 @@ def messages_to_items(messages: Iterable[Mapping[str, Any]]) -> list[TResponseIn
                 }
             )
     return items
+
+
+def _has_image(content: Any) -> bool:
+    return isinstance(content, list) and any(
+        isinstance(part, Mapping) and part.get("type") in ("input_image", "image_url")
+        for part in content
+    )
+
+
+def _input_part(part: Mapping[str, Any]) -> JSON:
+    """A chat content part (text or ``image_url``) as a Responses input part."""
+    if part.get("type") == "image_url":
+        image = part.get("image_url") or {}
+        return {
+            "type": "input_image",
+            "image_url": image.get("url"),
+            "detail": image.get("detail") or "auto",
+        }
+    return {"type": "input_text", "text": part.get("text", "")}
 
 
 def _text(content: Any) -> str:
@@ -272,6 +299,8 @@ def _text(content: Any) -> str:
         text = part.get("text", part.get("refusal")) if isinstance(part, Mapping) else None
         if not isinstance(text, str):
             kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
-            raise InvalidMessage(f"item content: a {kind!r} part; Engram stores text parts")
+            raise InvalidMessage(
+                f"item content: a {kind!r} part; Engram stores text and image parts"
+            )
         parts.append(text)
     return "".join(parts)
