@@ -20,6 +20,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
+from tests.images import png_url
 
 from engram.engine import Engram
 from engram.integrations.langchain import EngramChatMessageHistory
@@ -52,6 +53,21 @@ class TestHistory:
         assert isinstance(got[2], ToolMessage) and got[2].tool_call_id == "call_1"
         stored = mem.session("s", scope="p").messages()
         assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
+
+    def test_an_image_message_round_trips(self, mem: Engram) -> None:
+        from langchain_core.messages import HumanMessage
+
+        url = png_url(32, 32)
+        content: list[Any] = [
+            {"type": "text", "text": "What is this?"},
+            {"type": "image_url", "image_url": {"url": url, "detail": "low"}},
+        ]
+        history = EngramChatMessageHistory("s", scope="p", engram=mem)
+        history.add_messages([HumanMessage(content=content)])
+        (stored,) = mem.session("s", scope="p").messages()
+        assert stored.parts is not None and stored.parts[1]["image_url"]["url"] == url
+        (back,) = history.messages
+        assert isinstance(back, HumanMessage) and back.content == content
 
     def test_messages_fit_the_budget_with_no_trimming(self, mem: Engram) -> None:
         mem.memories("p").create("The user is called Dana.")
