@@ -25,16 +25,25 @@ Semantics every backend shares:
   participant's own messages;
 * at most :data:`MAX_TERMS` terms are kept, and a term longer than
   :data:`MAX_TERM_CHARS` characters is dropped;
-* a query with no term returns no hit (never "everything").
+* a query with no term returns no hit (never "everything");
+* a backend that knows how many messages hold each word may sort the terms
+  into tiers (:func:`tiers`): a *common* word (in more than
+  :data:`COMMON_SHARE` of the messages) still scores the messages the rarer
+  words find, but finds none on its own while the rarer words find enough,
+  and a BM25 backend leaves out a word in at least half of the messages
+  (BM25 gives it no weight). This bounds the messages a search must score;
+  the tiers never change which words are matched when the rarer words find
+  fewer messages than asked for.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import combinations
 
 #: Most terms taken from one query; the rest of the text is ignored.
 MAX_TERMS = 32
@@ -57,6 +66,8 @@ CONTEXT_WEIGHT = 0.5
 DATE_WEIGHT = 0.5
 #: BM25 weight of the speaker's name.
 NAME_WEIGHT = 0.2
+#: Share of the indexed messages above which a word is common (see :func:`tiers`).
+COMMON_SHARE = 0.05
 
 # Letters and digits only: "\w" minus "_". Mirrors the unicode61 tokenizer's idea of a word.
 _WORD = re.compile(r"[^\W_]+")
@@ -108,6 +119,8 @@ class SearchQuery:
         context_weight: BM25 weight of the neighbour-context column (0 turns it off).
         date_weight: BM25 weight of the date-words column (0 turns it off).
         question_factor: Rank factor of messages that ask (1 turns it off).
+        tiered: Let a backend that counts its words search in tiers (see
+            :func:`tiers`); False scores every message holding any word.
     """
 
     text: str
@@ -121,6 +134,7 @@ class SearchQuery:
     context_weight: float = CONTEXT_WEIGHT
     date_weight: float = DATE_WEIGHT
     question_factor: float = QUESTION_FACTOR
+    tiered: bool = True
 
     @property
     def empty(self) -> bool:
@@ -218,6 +232,62 @@ def with_dates(
     return replace(query, terms=rest or query.terms, boost_start=start, boost_end=end)
 
 
+@dataclass(frozen=True, slots=True)
+class Tiers:
+    """A query's terms sorted by how many messages hold them (see :func:`tiers`).
+
+    Attributes:
+        rare: Terms that find messages on their own.
+        common: Terms that score every message found but find one only with
+            another common term (see :attr:`pairs`).
+        pairs: The pairs of common terms a message must hold both of to be found
+            by common terms alone.
+        weightless: Terms BM25 gives no weight to: left out of the match.
+    """
+
+    rare: tuple[str, ...]
+    common: tuple[str, ...] = ()
+    pairs: tuple[tuple[str, str], ...] = ()
+    weightless: tuple[str, ...] = ()
+
+
+#: Most common terms paired up (the rarest ones): 8 make 28 pairs.
+MAX_PAIRED = 8
+
+
+def tiers(query: SearchQuery, counts: Mapping[str, int], rows: int, *, bm25: bool = True) -> Tiers:
+    """Sort ``query``'s terms by how many of the ``rows`` indexed messages hold them.
+
+    A term in more than :data:`COMMON_SHARE` of the messages is *common*: a
+    message holding one common term and nothing rarer is rarely among the
+    best, and there are many such messages to score. So the rare terms, the
+    phrases and the pairs of common terms find the candidates, and every term
+    scores them; a backend searches again with every term when that finds
+    fewer messages than asked for. With ``bm25``, a term in at least half of
+    the messages is *weightless*: its BM25 inverse document frequency,
+    ``log((N - n + 0.5) / (n + 0.5))``, is not positive (FTS5 then counts it
+    as 1e-6). A query whose every term is weightless, or that holds a single
+    common term and nothing rarer, searches with all of its terms.
+
+    Args:
+        query: The plan whose terms to sort.
+        counts: Messages holding each term (a term not in it counts as rare).
+        rows: Messages in the index.
+        bm25: Leave out weightless terms (only a BM25 ranking ignores them).
+    """
+    weightless = tuple(t for t in query.terms if bm25 and rows > 0 and 2 * counts.get(t, 0) >= rows)
+    scored = tuple(t for t in query.terms if t not in weightless)
+    if not scored and not query.phrases:
+        return Tiers(rare=query.terms)
+    common = tuple(t for t in scored if counts.get(t, 0) > COMMON_SHARE * rows)
+    rare = tuple(t for t in scored if t not in common)
+    if not rare and not query.phrases and len(common) < 2:
+        return Tiers(rare=scored, weightless=weightless)
+    paired = sorted(common, key=lambda t: counts.get(t, 0))[:MAX_PAIRED]
+    pairs = tuple(combinations(paired, 2))
+    return Tiers(rare=rare, common=common, pairs=pairs, weightless=weightless)
+
+
 def quote_fts5(term: str) -> str:
     """``term`` as an FTS5 string literal: wrapped in ``"`` with inner ``"`` doubled."""
     return '"' + term.replace('"', '""') + '"'
@@ -252,6 +322,21 @@ def fts5_query(query: SearchQuery, columns: Collection[str] | None = None) -> st
     return "{" + " ".join(columns) + "} : (" + expr + ")"
 
 
+def fts5_candidates(query: SearchQuery, split: Tiers, columns: Collection[str] | None) -> str:
+    """The FTS5 MATCH expression finding the candidates of ``split``.
+
+    Rare terms, phrases and pairs of common terms, OR-ed, each quoted (see
+    :func:`fts5_query`).
+    """
+    parts = [quote_fts5(t) for t in split.rare]
+    parts += [quote_fts5(" ".join(p)) for p in query.phrases]
+    parts += [f"({quote_fts5(a)} AND {quote_fts5(b)})" for a, b in split.pairs]
+    expr = " OR ".join(parts)
+    if not expr or not columns:
+        return expr
+    return "{" + " ".join(columns) + "} : (" + expr + ")"
+
+
 def _normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower()
 
@@ -261,9 +346,11 @@ def _next_to_number(words: list[str], i: int) -> bool:
 
 
 __all__ = [
+    "COMMON_SHARE",
     "CONTEXT_WEIGHT",
     "DATE_BOOST",
     "DATE_WEIGHT",
+    "MAX_PAIRED",
     "MAX_QUERY_CHARS",
     "MAX_TERMS",
     "MAX_TERM_CHARS",
@@ -272,12 +359,15 @@ __all__ = [
     "SPEAKER_BOOST",
     "STOP_WORDS",
     "SearchQuery",
+    "Tiers",
     "content_terms",
+    "fts5_candidates",
     "fts5_match",
     "fts5_query",
     "parse",
     "quote_fts5",
     "terms",
+    "tiers",
     "with_dates",
     "with_speakers",
 ]

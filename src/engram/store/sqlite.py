@@ -68,6 +68,7 @@ from engram.store.sqlite_search import (
     index_values,
     record_speakers,
 )
+from engram.store.sqlite_terms import TermCounts
 from engram.store.sqlite_vectors import SQLiteVectors
 
 _MAX_ID = 2**63 - 1
@@ -158,6 +159,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
         self.zone = index_zone(tz)
         self._matrices = {}
         self._matrices_lock = threading.Lock()
+        self._terms = TermCounts()
         self._busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []

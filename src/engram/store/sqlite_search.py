@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -32,8 +33,10 @@ from engram.search_query import (
     NAME_WEIGHT,
     SPEAKER_BOOST,
     SearchQuery,
+    fts5_candidates,
     fts5_query,
     parse,
+    tiers,
 )
 from engram.store.snippets import WHOLE_CHARS
 from engram.store.sqlite_connection import SQLiteConnections
@@ -42,6 +45,7 @@ from engram.store.sqlite_rows import MSG_COLUMNS, MSG_WIDTH, message
 from engram.store.sqlite_rows import parse_ts as _parse_ts
 from engram.store.sqlite_rows import roles_clause as _roles_clause
 from engram.store.sqlite_rows import ts as _ts
+from engram.store.sqlite_terms import TermCounts
 
 #: Tokens of a snippet (FTS5 ``snippet``): about 64, or the whole message when shorter.
 SNIPPET_TOKENS = 64
@@ -54,6 +58,9 @@ BM25_WEIGHTS = (1.0, NAME_WEIGHT, 0.5, 0.5)
 _SNIPPET = (
     f"CASE WHEN length(m.content) <= {WHOLE_CHARS} THEN highlight(messages_fts, 0, '[', ']')"
     f" ELSE snippet(messages_fts, 0, '[', ']', '…', {SNIPPET_TOKENS}) END"
+)
+_CANDIDATES = (
+    " AND +messages_fts.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)"
 )
 _RECENT = (
     "SELECT role, content, tool_calls FROM messages INDEXED BY messages_session_id"
@@ -120,6 +127,8 @@ def _meta_speaker(m: NewMessage) -> str | None:
 class SQLiteSearch(SQLiteConnections):
     """The search half of :class:`~engram.store.sqlite.SQLiteStore`."""
 
+    _terms: TermCounts
+
     def speakers(self, scope: str, session: str | None = None) -> list[str]:
         """Names of the participants of a session (or of every session of the scope)."""
         conn = self._conn()
@@ -179,12 +188,21 @@ class SQLiteSearch(SQLiteConnections):
             if scope_pk is None:
                 return []
             sql_where = " AND m.session_id IN (SELECT id FROM sessions WHERE scope_id = ?)"
-            return _search(conn, scope, plan, None, sql_where + where, [scope_pk, *params], limit)
+            return _search(
+                conn, scope, plan, None, sql_where + where, [scope_pk, *params], limit, self._terms
+            )
         pk = self._lookup_session(conn, scope, session)
         if pk is None:
             return []
         return _search(
-            conn, scope, plan, session, " AND m.session_id = ?" + where, [pk, *params], limit
+            conn,
+            scope,
+            plan,
+            session,
+            " AND m.session_id = ?" + where,
+            [pk, *params],
+            limit,
+            self._terms,
         )
 
 
@@ -228,22 +246,73 @@ def _search(
     where: str,
     params: Sequence[Any],
     limit: int,
+    counts: TermCounts,
 ) -> list[SearchHit]:
     columns = ["content", "name"]
     columns += ["search_context"] if plan.context_weight > 0 else []
     columns += ["search_dates"] if plan.date_weight > 0 else []
     match = fts5_query(plan, columns if len(columns) < 4 else None)
     rank, rank_params = _rank(plan)
-    # CROSS JOIN: the full-text index is the outer loop, always; each match then
-    # costs one primary-key lookup of its message.
-    ranked = conn.execute(
-        f"SELECT m.id, {rank} AS rank"
-        " FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid"
-        f" WHERE messages_fts MATCH ?{where} ORDER BY rank, m.id DESC LIMIT ?",
-        (*rank_params, match, *params, limit),
-    ).fetchall()
+    ranked: list[Any] = []
+    for scored, found in _passes(conn, plan, columns if len(columns) < 4 else None, counts):
+        # CROSS JOIN: the full-text index is the outer loop, always; each match then
+        # costs one primary-key lookup of its message. ``+rowid`` keeps the candidate
+        # list out of FTS5 (as a rowid constraint FTS5 would restart once per id).
+        restrict = _CANDIDATES if found else ""
+        more = conn.execute(
+            f"SELECT m.id, {rank} AS rank"
+            " FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid"
+            f" WHERE messages_fts MATCH ?{restrict}{where}"
+            " ORDER BY rank, m.id DESC LIMIT ?",
+            (*rank_params, scored, *((found,) if found else ()), *params, limit),
+        ).fetchall()
+        # A later pass fills in below the hits of the earlier ones (their order stays).
+        seen = {mid for mid, _ in ranked}
+        ranked += [row for row in more if row[0] not in seen][: limit - len(ranked)]
+        if len(ranked) >= limit:
+            break
     if not ranked:
         return []
+    return _hits(conn, scope, session, match, ranked)
+
+
+def _passes(
+    conn: sqlite3.Connection,
+    plan: SearchQuery,
+    columns: Collection[str] | None,
+    counts: TermCounts,
+) -> list[tuple[str, str | None]]:
+    """``(match scored, match finding the candidates)`` of each pass, cheapest first.
+
+    The first pass scores the candidates that rare words, phrases and pairs of
+    common words find (see :func:`~engram.search_query.tiers`); when it finds
+    fewer hits than asked for, the next one lets each common word find
+    messages too, and the last one every word, as a search with no tiers does;
+    their hits come after those of the earlier passes.
+    """
+    every = fts5_query(plan, columns)
+    if not plan.tiered or len(plan.terms) + len(plan.phrases) < 2:
+        return [(every, None)]
+    rows, known = counts.counts(conn, plan.terms, columns)
+    split = tiers(plan, known, rows)
+    scored = fts5_query(replace(plan, terms=split.rare + split.common), columns)
+    out: list[tuple[str, str | None]] = []
+    if split.common:
+        out.append((scored, fts5_candidates(plan, split, columns)))
+    out.append((scored, None))
+    if split.weightless:
+        out.append((every, None))
+    return out
+
+
+def _hits(
+    conn: sqlite3.Connection,
+    scope: str,
+    session: str | None,
+    match: str,
+    ranked: Sequence[Any],
+) -> list[SearchHit]:
+    """The ranked ids' messages with their snippets, in rank order."""
     marks = ", ".join("?" * len(ranked))
     # Columns: the message (9), its session's name, the snippet. CROSS JOIN keeps the
     # index as the outer loop: with few ids the planner would otherwise walk the
