@@ -85,7 +85,7 @@ class TestTiers:
         assert {w for pair in split.pairs for w in pair} <= set(split.common)
 
 
-# -- on the stores that tier: SQLite (BM25) ------------------------------------------------
+# -- on the stores that tier: SQLite (BM25) and PostgreSQL ------------------------------------
 
 
 def _messages() -> list[NewMessage]:
@@ -101,16 +101,36 @@ def _messages() -> list[NewMessage]:
     return out
 
 
-@pytest.fixture(scope="module", params=["sqlite"])
+@pytest.fixture(
+    scope="module",
+    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)],
+)
 def tiered_store(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Store]:
-    opened = open_store(f"sqlite:///{tmp_path_factory.mktemp('tiers')}/engram.db")
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('tiers')}/engram.db"
+    else:
+        url = _postgres_url(request)
+    opened = open_store(url)
     opened.append("p", "s", _messages(), [10] * 100)  # type: ignore[attr-defined]
+    if request.param == "postgres":
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ANALYZE messages")  # the word shares come from the statistics
     try:
         yield opened
     finally:
         opened.close()
+
+
+def _postgres_url(request: pytest.FixtureRequest) -> str:
+    try:
+        from tests.pg import fresh_postgres_url
+    except ImportError:  # tests/ itself is on sys.path (rootdir-relative imports)
+        from pg import fresh_postgres_url  # type: ignore[import-not-found,no-redef]
+    return fresh_postgres_url(request)
 
 
 NATE_ASKS = SearchQuery(
@@ -142,7 +162,7 @@ class TestTieredSearch:
 
     def test_a_weightless_word_still_finds_when_nothing_else_does(
         self, tiered_store: Store
-    ) -> None:
+    ) -> None:  # on PostgreSQL (no BM25) a word in every message is common
         # Every message's date words hold "2023": BM25 gives the word no weight.
         hits = tiered_store.search("p", query("pottery", "2023"), limit=5)
         assert hits[0].message.content == "I signed up for a pottery class."

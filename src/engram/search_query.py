@@ -263,11 +263,14 @@ def tiers(query: SearchQuery, counts: Mapping[str, int], rows: int, *, bm25: boo
     best, and there are many such messages to score. So the rare terms, the
     phrases and the pairs of common terms find the candidates, and every term
     scores them; a backend searches again with every term when that finds
-    fewer messages than asked for. With ``bm25``, a term in at least half of
-    the messages is *weightless*: its BM25 inverse document frequency,
-    ``log((N - n + 0.5) / (n + 0.5))``, is not positive (FTS5 then counts it
-    as 1e-6). A query whose every term is weightless, or that holds a single
-    common term and nothing rarer, searches with all of its terms.
+    fewer messages than asked for. A pair finds only if it is rare itself as
+    far as the counts tell (the product of its words' shares is at most
+    :data:`COMMON_SHARE`: "april" and "2023" together are as common as "april").
+    With ``bm25``, a term in at least half of the messages is *weightless*:
+    its BM25 inverse document frequency, ``log((N - n + 0.5) / (n + 0.5))``,
+    is not positive (FTS5 then counts it as 1e-6). A query whose every term
+    is weightless, or with no rare term, phrase or rare pair, searches with
+    all of its terms.
 
     Args:
         query: The plan whose terms to sort.
@@ -281,10 +284,14 @@ def tiers(query: SearchQuery, counts: Mapping[str, int], rows: int, *, bm25: boo
         return Tiers(rare=query.terms)
     common = tuple(t for t in scored if counts.get(t, 0) > COMMON_SHARE * rows)
     rare = tuple(t for t in scored if t not in common)
-    if not rare and not query.phrases and len(common) < 2:
-        return Tiers(rare=scored, weightless=weightless)
     paired = sorted(common, key=lambda t: counts.get(t, 0))[:MAX_PAIRED]
-    pairs = tuple(combinations(paired, 2))
+    pairs = tuple(
+        (a, b)
+        for a, b in combinations(paired, 2)
+        if counts.get(a, 0) * counts.get(b, 0) <= COMMON_SHARE * rows * rows
+    )
+    if not rare and not query.phrases and not pairs:
+        return Tiers(rare=scored, weightless=weightless)
     return Tiers(rare=rare, common=common, pairs=pairs, weightless=weightless)
 
 

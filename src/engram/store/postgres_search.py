@@ -14,11 +14,19 @@ inverse document frequency, so a rare word counts no more than a common one.
 Rankings therefore differ from the SQLite backend's in detail (BM25 favours
 the message holding the rarest query word); both put messages that hold more
 of the query words, in the content rather than the context, first.
+
+Only the messages that rare words, phrases and rare pairs of common words find
+are scored (:func:`engram.search_query.tiers`, without weightless words: every
+word counts in ``ts_rank_cd``); the share of messages holding each word is
+read from the planner's statistics of ``messages.search`` (``pg_stats``, kept
+by ANALYZE and autovacuum; no statistics yet: every word is rare). When they
+find fewer hits than asked for, a second pass with every word fills in below.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -26,7 +34,15 @@ from zoneinfo import ZoneInfo
 
 from engram.models import NewMessage, SearchHit
 from engram.search_index import FLAG_OWN_RESULT, FLAG_QUESTION, LOOKBACK, Recent, entries
-from engram.search_query import DATE_BOOST, NAME_WEIGHT, SPEAKER_BOOST, SearchQuery, parse
+from engram.search_query import (
+    DATE_BOOST,
+    NAME_WEIGHT,
+    SPEAKER_BOOST,
+    SearchQuery,
+    Tiers,
+    parse,
+    tiers,
+)
 from engram.store.common import clamp, utc
 from engram.store.postgres_connection import Conn, PostgresConnections
 from engram.store.postgres_rows import MESSAGE_COLUMNS, MESSAGE_WIDTH, message
@@ -105,6 +121,8 @@ def record_speakers(conn: Conn, scope: str, session: str, batch: Sequence[NewMes
 class PostgresSearch(PostgresConnections):
     """The search half of :class:`~engram.store.postgres.PostgresStore`."""
 
+    _shares: tuple[float, dict[str, float]] | None = None
+
     def speakers(self, scope: str, session: str | None = None) -> list[str]:
         """Names of the participants of a session (or of every session of the scope)."""
         sql = "SELECT DISTINCT name FROM participants WHERE scope = %s"
@@ -139,57 +157,132 @@ class PostgresSearch(PostgresConnections):
         if plan.empty or clamp(limit) == 0:
             return []
         params: dict[str, Any] = {"scope": scope, "limit": clamp(limit)}
-        parts = []
-        for i, term in enumerate(plan.terms):
-            params[f"t{i}"] = term
-            parts.append(f"plainto_tsquery('{TS_CONFIG}', %(t{i})s)")
-        for i, phrase in enumerate(plan.phrases):
-            params[f"p{i}"] = " ".join(phrase)
-            parts.append(f"phraseto_tsquery('{TS_CONFIG}', %(p{i})s)")
+        every = _tsquery(plan, plan.terms, (), params)
+        finders = [every]
+        split = self._tiers(plan)
+        if split is not None and split.common:
+            finders.insert(0, _tsquery(plan, split.rare, split.pairs, params))
         where = _filters(plan, params, session, roles, start, end)
         score = _score(plan, params)
         columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
         params["options"] = HEADLINE_OPTIONS
         params["whole"] = WHOLE_OPTIONS
-        sql = f"""
-            WITH q AS NOT MATERIALIZED (SELECT ({" || ".join(parts)}) AS query),
-            top AS (
-                SELECT m.id, {score} AS score FROM messages m, q
-                WHERE numnode(q.query) > 0 AND m.search @@ q.query AND {where}
-                ORDER BY score DESC, m.id DESC LIMIT %(limit)s
-            )
-            SELECT {columns}, top.score,
-                   ts_headline('{TS_CONFIG}', m.content, q.query,
-                               CASE WHEN length(m.content) <= {WHOLE_CHARS}
-                                    THEN %(whole)s ELSE %(options)s END) AS snippet
-            FROM top JOIN messages m ON m.id = top.id, q
-            ORDER BY top.score DESC, top.id DESC
-        """
         words = plan.words()
 
         def work(conn: Conn) -> list[SearchHit]:
-            # Never prepared: with the words as constants the planner folds the
-            # tsquery and estimates from the tsvector statistics.
-            rows = conn.execute(sql, params, prepare=False).fetchall()
-            stemmer = Stemmer()
-            wanted = stemmer.stems(words)
-            hits = []
-            for row in rows:
-                snippet = str(row[MESSAGE_WIDTH + 1])
-                if "[" not in snippet:
-                    # ts_headline tokenizes the raw text (``3.14`` is one token), and a
-                    # hit by its context marks nothing: mark (or show) in Python.
-                    snippet = highlight(row[4], stemmer.words(row[4]), wanted, name=row[7])
-                hits.append(
-                    SearchHit(
-                        message=message(row[:MESSAGE_WIDTH]),
-                        score=float(row[MESSAGE_WIDTH]),
-                        snippet=snippet,
-                    )
+            rows: list[Any] = []
+            for finder in finders:
+                # Never prepared: with the words as constants the planner folds the
+                # tsquery and estimates from the tsvector statistics. A later pass
+                # fills in below the hits of the earlier one.
+                sql = _SEARCH.format(
+                    query=every, finder=finder, score=score, where=where, columns=columns
                 )
-            return hits
+                seen = {row[0] for row in rows}
+                more = conn.execute(sql, params, prepare=False).fetchall()
+                rows += [row for row in more if row[0] not in seen][: params["limit"] - len(rows)]
+                if len(rows) >= params["limit"]:
+                    break
+            return _hits(rows, words)
 
         return self._read(work)
+
+    def _tiers(self, plan: SearchQuery) -> Tiers | None:
+        """The plan's words sorted by their share of messages (None: search with all)."""
+        if not plan.tiered or len(plan.terms) + len(plan.phrases) < 2:
+            return None
+        shares = self._lexeme_shares()
+        stemmer = Stemmer()
+        counts = {t: round(shares.get(stemmer.stem(t), 0.0) * _PER) for t in plan.terms}
+        return tiers(plan, counts, _PER, bm25=False)
+
+    def _lexeme_shares(self) -> dict[str, float]:
+        """Share of messages holding each frequent lexeme, from the planner's statistics."""
+        cached = self._shares
+        if cached is not None and time.monotonic() - cached[0] < SHARES_MAX_AGE_S:
+            return cached[1]
+
+        def work(conn: Conn) -> dict[str, float]:
+            row = conn.execute(_SHARES).fetchone()
+            if row is None or not row[0]:
+                return {}
+            return dict(zip(row[0], row[1], strict=False))
+
+        shares = self._read(work)
+        self._shares = (time.monotonic(), shares)
+        return shares
+
+
+# Share of rows are read as counts per this many rows (search_query.tiers takes counts).
+_PER = 1_000_000
+
+#: Seconds the lexeme shares of the statistics are kept before they are read again.
+SHARES_MAX_AGE_S = 300.0
+
+# ANALYZE keeps the most common lexemes of a tsvector column with the share of rows holding
+# each (autovacuum refreshes them as the table grows); a lexeme not listed is rarer.
+_SHARES = """
+    SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats
+    WHERE schemaname = current_schema() AND tablename = 'messages' AND attname = 'search'
+"""
+
+# {query}: every word, which scores; {finder}: the words that find the candidates.
+_SEARCH = f"""
+    WITH q AS NOT MATERIALIZED (SELECT ({{query}}) AS query, ({{finder}}) AS finder),
+    top AS (
+        SELECT m.id, {{score}} AS score FROM messages m, q
+        WHERE numnode(q.finder) > 0 AND m.search @@ q.finder AND {{where}}
+        ORDER BY score DESC, m.id DESC LIMIT %(limit)s
+    )
+    SELECT top.id, {{columns}}, top.score,
+           ts_headline('{TS_CONFIG}', m.content, q.query,
+                       CASE WHEN length(m.content) <= {WHOLE_CHARS}
+                            THEN %(whole)s ELSE %(options)s END) AS snippet
+    FROM top JOIN messages m ON m.id = top.id, q
+    ORDER BY top.score DESC, top.id DESC
+"""
+
+
+def _tsquery(
+    plan: SearchQuery,
+    terms: Sequence[str],
+    pairs: Sequence[tuple[str, str]],
+    params: dict[str, Any],
+) -> str:
+    """A tsquery OR-ing ``terms``, the plan's phrases and ``pairs`` (both words), all bound."""
+
+    def word(term: str) -> str:
+        key = f"t{plan.terms.index(term)}"
+        params[key] = term
+        return f"plainto_tsquery('{TS_CONFIG}', %({key})s)"
+
+    parts = [word(t) for t in terms]
+    parts += [f"({word(a)} && {word(b)})" for a, b in pairs]
+    for i, phrase in enumerate(plan.phrases):
+        params[f"p{i}"] = " ".join(phrase)
+        parts.append(f"phraseto_tsquery('{TS_CONFIG}', %(p{i})s)")
+    return " || ".join(parts)
+
+
+def _hits(rows: Sequence[Any], words: Sequence[str]) -> list[SearchHit]:
+    stemmer = Stemmer()
+    wanted = stemmer.stems(words)
+    hits = []
+    for full in rows:
+        row = full[1:]
+        snippet = str(row[MESSAGE_WIDTH + 1])
+        if "[" not in snippet:
+            # ts_headline tokenizes the raw text (``3.14`` is one token), and a
+            # hit by its context marks nothing: mark (or show) in Python.
+            snippet = highlight(row[4], stemmer.words(row[4]), wanted, name=row[7])
+        hits.append(
+            SearchHit(
+                message=message(row[:MESSAGE_WIDTH]),
+                score=float(row[MESSAGE_WIDTH]),
+                snippet=snippet,
+            )
+        )
+    return hits
 
 
 def _filters(
