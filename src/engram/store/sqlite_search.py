@@ -297,8 +297,14 @@ def _passes(
     split = tiers(plan, known, rows)
     scored = fts5_query(replace(plan, terms=split.rare + split.common), columns)
     out: list[tuple[str, str | None]] = []
-    if split.common:
-        out.append((scored, fts5_candidates(plan, split, columns)))
+    found = fts5_candidates(plan, split, columns)
+    words = [*split.rare, *(w for pair in split.pairs for w in pair)]
+    if split.common and sorted(words) == sorted(split.rare + split.common):
+        # Each scored word once in the candidates' expression ("cat" AND "name"): it is
+        # its own match, and BM25 scores its words as the OR of them would.
+        out.append((found, None))
+    elif split.common:
+        out.append((scored, found))
     out.append((scored, None))
     if split.weightless:
         out.append((every, None))
