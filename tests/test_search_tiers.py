@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,6 +15,8 @@ from hypothesis import strategies as st
 from engram.models import NewMessage
 from engram.search_query import COMMON_SHARE, MAX_PAIRED, SearchQuery, Tiers, tiers
 from engram.store import Store, open_store
+from engram.store.sqlite import SQLiteStore
+from engram.store.sqlite_terms import TermCounts, indexed_rows
 
 T0 = datetime(2023, 5, 8, 15, 0, tzinfo=UTC)
 
@@ -188,3 +191,25 @@ class TestTieredSearch:
         hits = tiered_store.search("p", plan, limit=limit)
         assert len(hits) == min(limit, len(every))
         assert {h.message.id for h in hits} <= {h.message.id for h in every}
+
+
+class TestSQLiteCounts:
+    def test_rows_and_counts_follow_the_index(self, tmp_path: Path) -> None:
+        store = open_store(f"sqlite:///{tmp_path}/engram.db")
+        try:
+            assert isinstance(store, SQLiteStore)
+            conn = store._conn()
+            assert indexed_rows(conn) == 0
+            stored = store.append("p", "s", _messages(), [10] * 100)
+            assert indexed_rows(conn) == 100
+            counts = TermCounts()
+            assert counts.counts(conn, ["coffee", "pottery", "absent"], None) == (
+                100,
+                {"coffee": 20, "pottery": 3, "absent": 0},  # pottery: itself + 2 by context
+            )
+            store.delete_messages("p", "s", [m.id for m in stored[-30:]])
+            assert indexed_rows(conn) == 70
+            # More than DRIFT of the rows went: the counts are read again.
+            assert counts.counts(conn, ["coffee"], None) == (70, {"coffee": 0})
+        finally:
+            store.close()
