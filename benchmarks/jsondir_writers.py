@@ -1,6 +1,7 @@
 """Concurrent writers on one store: messages per second, jsondir beside SQLite.
 
-``python -m benchmarks.jsondir_writers [--adds N] [--runs R] [--src PATH] [--label L]``
+``python -m benchmarks.jsondir_writers [--adds N] [--runs R] [--src PATH] [--label L]
+[--compare OLD_SRC]``
 
 Each measurement runs in a fresh process (so nothing is cached between runs):
 it opens ``Engram(url, llm=None)`` on an empty directory, adds one message to
@@ -19,8 +20,9 @@ add). The process also counts its ``fsync``/``fdatasync`` calls, reported per
 message. Runs are interleaved (every scenario once per round) so the machine's
 load hits each alike; medians of ``--runs`` rounds are reported, with every run.
 
-``--src`` times other sources (e.g. ``--src /work/main/src --label before`` for
-the code before a change); results go to ``benchmarks/results/jsondir-writers``
+``--compare`` also runs jsondir on older sources in the same rounds and reports the
+speed-up as the median of per-round ratios. ``--src`` times other sources instead
+(e.g. ``--src OLD_SRC --label before``); results go to ``benchmarks/results/jsondir-writers``
 (``-<label>``) ``.json`` and ``.md``. The floor checked: jsondir with 8 threads at
 least 60 messages/s (ten times the 6 messages/s the hardening probe measured).
 """
@@ -117,14 +119,22 @@ def run_once(src: str, backend: str, threads: int, adds: int, prefill: int, base
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(src: str, adds: int, runs: int, prefill: int, base: str) -> dict[str, Any]:
-    """Every scenario on every backend, ``runs`` interleaved rounds; medians."""
+def measure(
+    src: str, adds: int, runs: int, prefill: int, base: str, compare: str = ""
+) -> dict[str, Any]:
+    """Every scenario on every backend, ``runs`` interleaved rounds; medians.
+
+    With ``compare`` (other sources), jsondir also runs on them in the same rounds,
+    as ``jsondir-before``, and the speed-up is the median of per-round ratios.
+    """
     raw: dict[str, list[Any]] = {}
+    targets = [(b, src) for b in BACKENDS] + ([("jsondir", compare)] if compare else [])
     for _ in range(runs):
         for name, threads, fill in SCENARIOS:
-            for backend in BACKENDS:
-                key = f"{backend} {name} x{threads}"
-                one = run_once(src, backend, threads, adds, prefill if fill is None else 0, base)
+            for backend, code in targets:
+                label = backend if code == src else f"{backend}-before"
+                key = f"{label} {name} x{threads}"
+                one = run_once(code, backend, threads, adds, prefill if fill is None else 0, base)
                 raw.setdefault(key, []).append(one)
     table = {}
     for key, samples in raw.items():
@@ -136,6 +146,15 @@ def measure(src: str, adds: int, runs: int, prefill: int, base: str) -> dict[str
                 statistics.median(s["syncs"] / s["messages"] for s in samples), 2
             ),
         }
+    for name, threads, _ in SCENARIOS if compare else ():
+        now, old = raw[f"jsondir {name} x{threads}"], raw[f"jsondir-before {name} x{threads}"]
+        table[f"jsondir {name} x{threads}"]["speedup_over_before"] = round(
+            statistics.median(
+                (a["messages"] / a["seconds"]) / (b["messages"] / b["seconds"])
+                for a, b in zip(now, old, strict=True)
+            ),
+            1,
+        )
     headline = table["jsondir fresh x8"]["median_msg_s"]
     return {
         "adds_per_thread": adds,
@@ -150,6 +169,7 @@ def measure(src: str, adds: int, runs: int, prefill: int, base: str) -> dict[str
         "python": platform.python_version(),
         "platform": platform.platform(),
         "src": src,
+        "compare": compare,
         "measured_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
     }
 
@@ -166,13 +186,22 @@ def _markdown(result: dict[str, Any], command: str, before: dict[str, Any] | Non
         f" `long` = 8 threads on one session that already holds {result['prefill']} messages."
         f" Median of {result['runs']} interleaved runs (all runs listed).",
         "",
-        "| backend, scenario, threads | messages/s (median) | runs | fsyncs per message |",
-        "| --- | --- | --- | --- |",
+        "| backend, scenario, threads | messages/s (median) | runs | fsyncs per message"
+        " | speed-up over before (median of per-round ratios) |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for key, row in rows.items():
+        speedup = row.get("speedup_over_before")
         lines.append(
-            f"| {key} | {row['median_msg_s']} | {row['runs_msg_s']} | {row['syncs_per_message']} |"
+            f"| {key} | {row['median_msg_s']} | {row['runs_msg_s']} | {row['syncs_per_message']}"
+            f" | {f'{speedup}x' if speedup else ''} |"
         )
+    if result.get("compare"):
+        lines += [
+            "",
+            f"`jsondir-before` is the same load on the sources at `{result['compare']}`,"
+            " run in the same rounds (interleaved), so the machine's load hits both alike.",
+        ]
     lines += [
         "",
         f"jsondir / SQLite with 8 threads: {result['jsondir_over_sqlite_x8']}."
@@ -209,8 +238,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--src", default=str(ROOT / "src"), help="the engram sources to time")
     parser.add_argument("--label", default="", help="suffix of the results files (e.g. before)")
     parser.add_argument("--dir", default="", help="where the stores go (default: the temp dir)")
+    parser.add_argument(
+        "--compare", default="", help="older sources to run jsondir on in the same rounds"
+    )
     args = parser.parse_args(argv)
-    result = measure(args.src, args.adds, args.runs, args.prefill, args.dir)
+    result = measure(args.src, args.adds, args.runs, args.prefill, args.dir, args.compare)
     stem = "jsondir-writers" + (f"-{args.label}" if args.label else "")
     command = "python -m benchmarks.jsondir_writers " + " ".join(argv or sys.argv[1:])
     RESULTS.mkdir(exist_ok=True)

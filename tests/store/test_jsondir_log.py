@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -331,3 +332,44 @@ class TestDirectoryWrittenBeforeLogs:
             memory = mem.store.add_memory("phoenix", "likes tea")
             assert memory.id > 1
         assert (old / "phoenix" / "sessions" / "user%3Aagent%3A1.jsonl").exists()
+
+
+def test_readers_never_see_messages_vanish_while_logs_fold(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jsondir_log, "FOLD_MIN_BYTES", 0)  # fold as often as possible
+    writer, folder, reader = JsonDirStore(root), JsonDirStore(root), JsonDirStore(root)
+    add(writer, "s", "start")
+    done = threading.Event()
+    problems: list[str] = []
+
+    def write(name: str) -> None:
+        for i in range(60):
+            add(writer, "s", f"{name} {i}")
+
+    def fold() -> None:
+        version = 0
+        while not done.is_set():
+            folder.save_state("p", "s", "k", {"v": version}, expected_version=version)
+            version += 1
+
+    def read() -> None:
+        seen = 0
+        while not done.is_set():
+            rows = reader.page("p", "s", limit=1000)
+            ids = [m.id for m in rows]
+            if ids != sorted(set(ids)) or len(rows) < seen:
+                problems.append(f"{len(rows)} rows after {seen}: {ids[-5:]}")
+            seen = len(rows)
+
+    writers = [threading.Thread(target=write, args=(n,)) for n in ("a", "b")]
+    others = [threading.Thread(target=fold), threading.Thread(target=read)]
+    for thread in writers + others:
+        thread.start()
+    for thread in writers:
+        thread.join(timeout=60)
+    done.set()
+    for thread in others:
+        thread.join(timeout=60)
+    assert not problems, problems[:3]
+    assert len(contents(root)) == 121

@@ -14,7 +14,9 @@ Layout under the root directory (every scope and session id goes through
     <root>/<scope>/audit.json            the memory audit trail
     <root>/<scope>/usage.json            LLM calls Engram made for the scope
 
-An ``append`` writes one line to the session's log and fsyncs it; every other
+An ``append`` writes one line to the session's log and fsyncs it (threads
+appending at the same moment are committed together: one lock hold, one line
+and one fsync per session log, see :mod:`engram.store.group_commit`); every other
 change rewrites a whole file atomically: a temporary file in the same
 directory, fsync, rename over the old one, fsync of the directory, folding the
 log into the document. Readers therefore see the old or the new document, never
@@ -37,7 +39,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -62,12 +64,35 @@ from engram.store.common import clamp as _clamp
 from engram.store.common import messages_between
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
+from engram.store.group_commit import GroupCommit, Request
 from engram.store.jsondir_docs import JsonDirSessionFiles, grown
 from engram.store.jsondir_files import SCOPE_FILE, SESSIONS_DIR, fsync_dir
 from engram.store.jsondir_keys import JsonDirApiKeys
 from engram.store.jsondir_log import log_path, remove_log
 from engram.store.jsondir_scope import JsonDirScopeData
 from engram.store.jsondir_search import JsonDirIndexes, SessionIndex
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """One ``append`` call waiting to be committed."""
+
+    scope: str
+    session: str
+    messages: list[NewMessage]
+    tokens: list[int]
+
+
+@dataclass
+class _Pending:
+    """The batches of one group bound for one session log."""
+
+    doc: JSON
+    before: jsondir_search.Signature | None
+    stored: list[Message] = field(default_factory=list)
+    requests: list[tuple[Request[_Batch, list[Message]], list[Message]]] = field(
+        default_factory=list
+    )
 
 
 class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirSessionFiles):
@@ -86,6 +111,7 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirSessionFiles):
         """
         super().__init__(root, url=url)
         self._indexes = JsonDirIndexes(index_zone(tz))
+        self._appends: GroupCommit[_Batch, list[Message]] = GroupCommit(self._commit_appends)
 
     @property
     def zone(self) -> ZoneInfo:
@@ -306,45 +332,95 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirSessionFiles):
     def append(
         self, scope: str, session: str, messages: Sequence[NewMessage], tokens: Sequence[int]
     ) -> list[Message]:
-        """Store messages atomically, in order, creating the session if absent."""
+        """Store messages atomically, in order, creating the session if absent.
+
+        Appends of several threads at once are committed together (one lock, one
+        fsync per session log): see :mod:`engram.store.group_commit`.
+        """
         check_batch(messages, tokens)
+        batch = _Batch(scope, session, list(messages), list(tokens))
+        if getattr(self._held, "depth", 0):  # inside this store's lock: queuing would deadlock
+            return self._appends.run_alone(batch)
+        return self._appends.submit(batch)
+
+    def _commit_appends(self, requests: list[Request[_Batch, list[Message]]]) -> None:
+        """Store every request's batch under one lock hold; one fsync per session log.
+
+        A request gets its result only once its messages are durable; an error
+        leaves the others' untouched (an unexpected one fails every request
+        still waiting, in :class:`~engram.store.group_commit.GroupCommit`).
+        """
         with self._locked():
-            doc, _ = self._load_doc(scope, session)
-            if not messages:
-                if doc is None:
-                    self._save(self._new_info(scope, session, None), [], [])
-                return []
-            ids = self._next_ids("message", len(messages))
-            stored = [
-                Message(
-                    id=new_id,
-                    scope=scope,
-                    session=session,
-                    role=m.role,
-                    content=m.content,
-                    created_at=_utc(m.created_at),
-                    tokens=int(count),
-                    name=m.name,
-                    tool_calls=m.tool_calls,
-                    tool_call_id=m.tool_call_id,
-                    metadata=frozen_metadata(m.metadata),
-                    parts=m.parts,
-                )
-                for new_id, m, count in zip(ids, messages, tokens, strict=True)
-            ]
-            path = self._session_path(scope, session)
-            before = jsondir_search.signature(path)
-            if doc is not None and isinstance(doc.get("log_generation"), str):
-                self._append_to_log(path, doc, stored)
-            else:  # a new session, or a document written before session logs: write it whole
-                parsed = self._parsed(scope, session)
-                info, history, states = (
-                    parsed if parsed is not None else (self._new_info(scope, session, None), [], [])
-                )
-                self._save(grown(info, stored, _now()), history + stored, states)
-            self._indexes.appended(path, before, stored)
-            self._fold_if_large(scope, session)
-            return stored
+            pending: dict[Path, _Pending] = {}
+            for request in requests:
+                try:
+                    stored, group = self._stage(request.payload, pending)
+                except StoreError as exc:
+                    request.error = exc
+                    continue
+                if group is None:
+                    request.result = stored  # written whole: durable already
+                else:
+                    group.requests.append((request, stored))
+            for path, group in pending.items():
+                try:
+                    self._append_to_log(path, group.doc, group.stored)
+                except StoreError as exc:
+                    for request, _ in group.requests:  # nothing of theirs was stored
+                        request.error = exc
+                    continue
+                for request, stored in group.requests:
+                    request.result = stored
+                self._indexes.appended(path, group.before, group.stored)
+                self._fold_if_large(group.stored[0].scope, group.stored[0].session)
+
+    def _stage(
+        self, batch: _Batch, pending: dict[Path, _Pending]
+    ) -> tuple[list[Message], _Pending | None]:
+        """Give ``batch`` its ids; write it now (a new document) or queue it for its log.
+
+        Returns the stored messages and, when they wait for their log, its group.
+        """
+        scope, session = batch.scope, batch.session
+        doc, _ = self._load_doc(scope, session)
+        if not batch.messages:
+            if doc is None:
+                self._save(self._new_info(scope, session, None), [], [])
+            return [], None
+        ids = self._next_ids("message", len(batch.messages))
+        stored = [
+            Message(
+                id=new_id,
+                scope=scope,
+                session=session,
+                role=m.role,
+                content=m.content,
+                created_at=_utc(m.created_at),
+                tokens=int(count),
+                name=m.name,
+                tool_calls=m.tool_calls,
+                tool_call_id=m.tool_call_id,
+                metadata=frozen_metadata(m.metadata),
+                parts=m.parts,
+            )
+            for new_id, m, count in zip(ids, batch.messages, batch.tokens, strict=True)
+        ]
+        path = self._session_path(scope, session)
+        if doc is not None and isinstance(doc.get("log_generation"), str):
+            group = pending.get(path)
+            if group is None:
+                group = pending[path] = _Pending(doc, jsondir_search.signature(path))
+            group.stored += stored
+            return stored, group
+        # a new session, or a document written before session logs: write it whole, now
+        before = jsondir_search.signature(path)
+        parsed = self._parsed(scope, session)
+        info, history, states = (
+            parsed if parsed is not None else (self._new_info(scope, session, None), [], [])
+        )
+        self._save(grown(info, stored, _now()), history + stored, states)
+        self._indexes.appended(path, before, stored)
+        return stored, None
 
     def _messages(self, scope: str, session: str) -> list[Message]:
         parsed = self._parsed(scope, session)
