@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -104,6 +105,27 @@ class TestOpening:
     def test_unknown_option(self, db_path: Path) -> None:
         with pytest.raises(ConfigError, match="unknown"):
             SQLiteStore.from_url(f"sqlite:///{db_path}", colour="blue")
+
+    def test_synchronous_normal_by_default_full_on_request(self, db_path: Path) -> None:
+        # PRAGMA synchronous: 1 = NORMAL (survives a process crash), 2 = FULL (fsync per commit)
+        with SQLiteStore.from_url(f"sqlite:///{db_path}") as store:
+            assert store._conn().execute("PRAGMA synchronous").fetchone() == (1,)
+        with SQLiteStore.from_url(f"sqlite:///{db_path}?synchronous=full") as store:
+            assert store._conn().execute("PRAGMA synchronous").fetchone() == (2,)
+            assert store.path == str(db_path)
+        with SQLiteStore.from_url(f"sqlite:///{db_path}", synchronous="FULL") as store:
+            assert store._conn().execute("PRAGMA synchronous").fetchone() == (2,)
+        with SQLiteStore.from_url(f"sqlite:///{db_path}?busy_timeout_ms=50") as store:
+            assert store._busy_timeout_ms == 50
+
+    @pytest.mark.parametrize(
+        ("suffix", "says"),
+        [("?synchronous=off", "synchronous='off'"), ("?colour=blue", "unknown"), ("?x", "options")],
+    )
+    def test_bad_url_options_are_named(self, db_path: Path, suffix: str, says: str) -> None:
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            SQLiteStore.from_url(f"sqlite:///{db_path}{suffix}")
+        assert not db_path.exists()
 
     def test_not_a_database(self, db_path: Path) -> None:
         db_path.write_bytes(b"this is not sqlite at all, just some bytes" * 100)

@@ -126,6 +126,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         url: str | None = None,
         tz: str | ZoneInfo | None = None,
+        synchronous: str = "normal",
     ) -> None:
         """Open (creating and migrating if needed) the database at ``path``.
 
@@ -134,6 +135,10 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
             busy_timeout_ms: how long a write waits for another process's lock.
             url: the URL to report as :attr:`url` (defaults to one built from path).
             tz: time zone of the date words indexed for search (default UTC).
+            synchronous: ``"normal"`` (default: a commit survives a crash of the
+                process; a power loss may undo the newest commits, never corrupt
+                the file) or ``"full"`` (every commit is fsynced: it survives a
+                power loss too, at the cost of one fsync per write).
 
         Raises:
             ConfigError: the directory does not exist or the path is a directory.
@@ -161,6 +166,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
         self._matrices_lock = threading.Lock()
         self._terms = TermCounts()
         self._busy_timeout_ms = busy_timeout_ms
+        self._synchronous = _synchronous_mode(synchronous)
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
@@ -185,7 +191,9 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
 
         Args:
             url: the store URL (``sqlite://`` alone also means in-memory).
-            **options: ``busy_timeout_ms`` (int), ``tz`` (time zone of the date words).
+            **options: ``busy_timeout_ms`` (int), ``tz`` (time zone of the date words),
+                ``synchronous`` (``"normal"`` or ``"full"``; also ``?synchronous=full``
+                at the end of the URL).
 
         Raises:
             ConfigError: the URL is not an SQLite URL, or an option is unknown.
@@ -193,7 +201,9 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
         scheme, sep, rest = url.partition("://")
         if not sep or scheme.lower().split("+", 1)[0] != "sqlite":
             raise ConfigError(f"not an SQLite URL: {url!r} (expected sqlite:///path.db)")
-        unknown = set(options) - {"busy_timeout_ms", "tz"}
+        rest, _, query = rest.partition("?")
+        options = {**_url_options(url, query), **options}
+        unknown = set(options) - {"busy_timeout_ms", "tz", "synchronous"}
         if unknown:
             raise ConfigError(f"unknown SQLite store options {sorted(unknown)} for {url!r}")
         if rest == "":
@@ -536,3 +546,27 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
 
 
 __all__ = ["BM25_WEIGHTS", "BUSY_TIMEOUT_MS", "SNIPPET_TOKENS", "SQLiteStore"]
+
+
+#: ``PRAGMA synchronous`` values a store may be opened with.
+SYNCHRONOUS_MODES = ("normal", "full")
+
+
+def _synchronous_mode(value: object) -> str:
+    mode = str(value).lower()
+    if mode not in SYNCHRONOUS_MODES:
+        raise ConfigError(f"SQLite option synchronous={value!r}: use one of {SYNCHRONOUS_MODES}")
+    return mode
+
+
+def _url_options(url: str, query: str) -> dict[str, Any]:
+    """Options given in the URL's query string (``?synchronous=full``)."""
+    from urllib.parse import parse_qsl
+
+    try:
+        options: dict[str, Any] = dict(parse_qsl(query, strict_parsing=True)) if query else {}
+    except ValueError:
+        raise ConfigError(f"SQLite URL {url!r}: cannot read its options {query!r}") from None
+    if str(options.get("busy_timeout_ms", "")).isdigit():
+        options["busy_timeout_ms"] = int(options["busy_timeout_ms"])
+    return options

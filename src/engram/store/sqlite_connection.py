@@ -2,8 +2,9 @@
 
 Connections: one per thread (``threading.local``), opened on first use with
 ``journal_mode=WAL`` (readers never block the writer), ``synchronous=NORMAL``
-(durable at checkpoints, safe against corruption), ``foreign_keys=ON`` and
-``busy_timeout`` = :data:`BUSY_TIMEOUT_MS`. Every write is one
+(a commit survives a process crash; a power loss may undo the newest commits,
+never corrupt the file) unless the store was opened with ``synchronous="full"``,
+``foreign_keys=ON`` and ``busy_timeout`` = :data:`BUSY_TIMEOUT_MS`. Every write is one
 ``BEGIN IMMEDIATE ... COMMIT`` transaction taken under a per-store lock, so
 threads of one process queue in Python rather than spin in SQLite's busy
 handler, and other processes wait up to the busy timeout. An in-memory
@@ -93,6 +94,7 @@ class SQLiteConnections:
     path: str
     _memory: bool
     _busy_timeout_ms: int
+    _synchronous: str
     _local: threading.local
     _conns: list[sqlite3.Connection]
     _conns_lock: threading.Lock
@@ -137,7 +139,7 @@ class SQLiteConnections:
         try:
             conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
             conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA synchronous = {self._synchronous.upper()}")
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.DatabaseError as exc:
             conn.close()
