@@ -533,3 +533,15 @@ class TestTransfer:
         with engram.open(second) as mem:
             (again,) = mem.session("s", scope="p").messages()
         assert again.parts == stored.parts and again.tokens == stored.tokens
+
+
+def test_retrieval_tools_say_a_message_holds_images(mem: Engram) -> None:
+    import json
+
+    from engram import tools
+
+    chat = mem.session("s", scope="p")
+    stored = chat.add("user", _image_message(png_url(8, 8), "low"))
+    found = json.loads(tools.dispatch(chat, "get_message_by_id", {"message_id": stored.id}))
+    assert found["content"] == QUESTION and found["images"] == 1
+    assert "data:image" not in json.dumps(found)  # the image itself stays out of the result

@@ -195,6 +195,7 @@ def get_message_by_id(
     out["total_chars"] = total
     out["offset"] = offset
     out["content"] = message.content[offset:]
+    _say_images(out, message)
     return out
 
 
@@ -235,9 +236,14 @@ def _full(message: Message, zone: ZoneInfo) -> JSON:
     if message.tool_call_id:
         out["tool_call_id"] = message.tool_call_id
     out["content"] = message.content
-    if message.parts:  # the images themselves stay out of a tool result: say they are there
-        out["images"] = sum(1 for part in message.parts if part.get("type") == "image_url")
+    _say_images(out, message)
     return out
+
+
+def _say_images(out: JSON, message: Message) -> None:
+    """Name how many images a message holds: a tool result carries their text, not them."""
+    if message.parts:
+        out["images"] = sum(1 for part in message.parts if part.get("type") == "image_url")
 
 
 def _call_name(call: JSON) -> str:
