@@ -13,7 +13,7 @@ import binascii
 import io
 import re
 
-__all__ = ["DataURL", "image_size", "parse_data_url"]
+__all__ = ["DataURL", "describe", "image_size", "parse_data_url", "readable"]
 
 #: ``data:<media type>[;params];base64,<payload>``; the media type is lower-cased on read.
 _DATA_URL = re.compile(r"data:([^;,]+)((?:;[^;,]*)*?);base64,", re.IGNORECASE)
@@ -71,6 +71,42 @@ def image_size(url: str) -> tuple[int, int] | None:
     except ValueError:
         return None
     return size
+
+
+def describe(image: object) -> str:
+    """A short line for people about an ``image_url`` value: never the image data itself.
+
+    ``[image: image/png, 1024x1024, 12 KiB, detail high]`` for a data URL,
+    ``[image: https://example.com/a.png]`` for a remote one.
+    """
+    url = str(image.get("url", "")) if isinstance(image, dict) else str(image or "")
+    detail = image.get("detail") if isinstance(image, dict) else None
+    parsed = parse_data_url(url)
+    if parsed is None:
+        facts = [url[:120] + ("..." if len(url) > 120 else "")]
+    else:
+        size = image_size(url)
+        facts = [parsed.media_type]
+        if size is not None:
+            facts.append(f"{size[0]}x{size[1]}")
+        facts.append(f"{max(1, len(parsed.payload) * 3 // 4 // 1024)} KiB")
+    if detail:
+        facts.append(f"detail {detail}")
+    return f"[image: {', '.join(facts)}]"
+
+
+def readable(content: object) -> str:
+    """Message content for people: text as it is, list content with images described."""
+    if not isinstance(content, list):
+        return "" if content is None else str(content)
+    pieces = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "image_url":
+            pieces.append(describe(part.get("image_url")))
+        elif kind == "text":
+            pieces.append(str(part.get("text", "")))
+    return "\n".join(pieces)
 
 
 def _header_size(data: bytes) -> tuple[int, int] | None:

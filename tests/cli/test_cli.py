@@ -16,6 +16,7 @@ import engram
 from engram.cli import main
 from engram.cli.demo import DEMO_BUDGET, store_sample
 from engram.tokens import count_messages, counter_for_model
+from images import image_part, png_url
 from test_importers import chatgpt_export
 
 from .harness import Cli
@@ -282,6 +283,22 @@ class TestQueries:
         assert result.exit_code == 0, result.output
         assert "--- user ---" in result.output
         assert "Stored messages sent:" in result.output and "Left out" in result.output
+
+    def test_context_text_describes_images_never_prints_their_data(self, cli: Cli) -> None:
+        url = png_url(640, 480)
+        with engram.open(cli.url) as mem:
+            mem.session("pics", "phoenix").add_many(
+                [{"role": "user", "content": [{"type": "text", "text": "Our logo?"},
+                                              image_part(url, "low")]}]
+            )  # fmt: skip
+        shown = cli("context", "--session", "pics", "--scope", "phoenix")
+        assert shown.exit_code == 0, shown.output
+        assert "Our logo?\n[image: image/png, 640x480, " in shown.output
+        assert "detail low]" in shown.output and url[30:90] not in shown.output
+        exact = json.loads(
+            cli("context", "--session", "pics", "--scope", "phoenix", "--json").output
+        )
+        assert exact["messages"][-1]["content"][1]["image_url"]["url"] == url  # sent as given
 
     def test_context_unknown_session(self, cli: Cli) -> None:
         result = cli("context", "--session", "nope", "--scope", "phoenix")

@@ -8,6 +8,7 @@ import click
 
 from engram.cli._common import db_option, echo_json, first_line, open_engram, scope_option
 from engram.context import Context, Omission
+from engram.images import readable
 from engram.limits import MAX_PAGE
 from engram.models import ROLES, SearchHit
 
@@ -151,7 +152,7 @@ def context_lines(built: Context, *, width: int | None) -> list[str]:
     """
     lines = []
     for message in built.messages:
-        content = message.get("content") or ""
+        content = readable(message.get("content"))
         if message.get("tool_calls"):
             calls = ", ".join(call["function"]["name"] for call in message["tool_calls"])
             content = f"{content}\n(calls {calls})".strip()
