@@ -180,3 +180,19 @@ class TestSafety:
         assert re.search(r'version:"2\.\d+\.\d+"', response.text)
         page_refs = http.get("/login").text
         assert "http://" not in page_refs and "https://" not in page_refs  # nothing off-site
+
+
+def test_an_image_message_shows_a_thumbnail_and_a_caption(http: httpx.Client, site: Site) -> None:
+    from images import image_part, png_url
+
+    inline, remote = png_url(32, 24), "https://example.com/board.png"
+    chat = site.engram.session("pictures", SCOPE)
+    chat.add_many(
+        [{"role": "user", "content": [{"type": "text", "text": "Which board?"},
+                                      image_part(inline, "high"), image_part(remote)]}]
+    )  # fmt: skip
+    page = http.get(f"/p/{SCOPE}/s/pictures", headers=bearer(site.phoenix_key)).text
+    assert "Which board?" in page
+    assert f'<img src="{inline}"' in page  # a stored data URL is shown as it is
+    assert "[image: image/png, 32x24, 1 KiB, detail high]" in page
+    assert f"[image: {remote}]" in page and f'src="{remote}"' not in page  # never loaded

@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from engram.dashboard.views import highlight, pretty_json
+from engram.images import describe, parse_data_url
 
 __all__ = ["STATIC_DIR", "TEMPLATES_DIR", "render"]
 
@@ -41,6 +42,12 @@ def _when(value: datetime | str | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _inline_image(image: Any) -> str | None:
+    """The data URL to show as a thumbnail; None for a remote image (never loaded)."""
+    url = image.get("url") if isinstance(image, dict) else None
+    return url if isinstance(url, str) and parse_data_url(url) is not None else None
+
+
 def _url_part(value: str) -> str:
     return quote(str(value), safe="")
 
@@ -53,6 +60,8 @@ templates.env.filters.update(
     highlight=highlight,
     pretty_json=pretty_json,
     u=_url_part,
+    image_line=describe,
+    inline_image=_inline_image,
 )
 
 
