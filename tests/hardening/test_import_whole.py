@@ -9,6 +9,7 @@ others raised a raw exception (a traceback from the CLI).
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -161,11 +162,14 @@ def test_documents_import_all_or_nothing_on_a_storage_failure(
 ) -> None:
     from engram.errors import StoreError
 
-    with engram.open(f"memory://import-source-{id(monkeypatch)}", llm=None) as source:
+    # A named in-memory store lives as long as the process: a fresh name per test (an id()
+    # can be reused by a later test object, which then found the earlier test's messages).
+    with engram.open(f"memory://import-source-{uuid.uuid4().hex}", llm=None) as source:
         for name in SESSIONS:
             chat = source.session(name, "docs")
             chat.add("user", f"{name}: which database?")
             chat.add("assistant", f"{name}: Postgres.")
+        assert [len(source.session(name, "docs").messages()) for name in SESSIONS] == [2] * 3
         documents = [source.export_session(name, "docs") for name in SESSIONS]
     mem = open_engram()
     with monkeypatch.context() as patch:
