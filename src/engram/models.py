@@ -183,6 +183,26 @@ def frozen_metadata(value: Mapping[str, Any] | None) -> JSON:
     return dict(value) if value else {}
 
 
+def stored_message(
+    new: NewMessage, message_id: int, scope: str, session: str, tokens: int, created_at: datetime
+) -> Message:
+    """The :class:`Message` a store hands back for ``new`` once it is written."""
+    return Message(
+        message_id,
+        scope,
+        session,
+        new.role,
+        new.content,
+        created_at,
+        int(tokens),
+        new.name,
+        new.tool_calls,
+        new.tool_call_id,
+        frozen_metadata(new.metadata),
+        new.parts,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ApiKeyRecord:
     """A stored API key of the server: never the key itself, only its hash.

@@ -54,7 +54,7 @@ from engram.models import (
     SearchHit,
     SessionInfo,
     StateRecord,
-    frozen_metadata,
+    stored_message,
 )
 from engram.search_index import index_zone
 from engram.search_query import SearchQuery
@@ -389,20 +389,7 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirSessionFiles):
             return [], None
         ids = self._next_ids("message", len(batch.messages))
         stored = [
-            Message(
-                id=new_id,
-                scope=scope,
-                session=session,
-                role=m.role,
-                content=m.content,
-                created_at=_utc(m.created_at),
-                tokens=int(count),
-                name=m.name,
-                tool_calls=m.tool_calls,
-                tool_call_id=m.tool_call_id,
-                metadata=frozen_metadata(m.metadata),
-                parts=m.parts,
-            )
+            stored_message(m, new_id, scope, session, count, _utc(m.created_at))
             for new_id, m, count in zip(ids, batch.messages, batch.tokens, strict=True)
         ]
         path = self._session_path(scope, session)

@@ -38,6 +38,7 @@ from engram.models import (
     SessionInfo,
     StateRecord,
     frozen_metadata,
+    stored_message,
 )
 from engram.search_index import index_zone
 from engram.store.batch_check import check_batch, json_value
@@ -332,20 +333,7 @@ class PostgresStore(
                     f"stored {len(ids)} of {len(messages)} messages in {scope}/{session}"
                 )
             stored = [
-                Message(
-                    id=message_id,
-                    scope=scope,
-                    session=session,
-                    role=message.role,
-                    content=message.content,
-                    created_at=stamp,
-                    tokens=int(count),
-                    name=message.name,
-                    tool_calls=message.tool_calls,
-                    tool_call_id=message.tool_call_id,
-                    metadata=frozen_metadata(message.metadata),
-                    parts=message.parts,
-                )
+                stored_message(message, message_id, scope, session, count, stamp)
                 for message_id, message, stamp, count in zip(
                     ids, messages, stamps, tokens, strict=True
                 )

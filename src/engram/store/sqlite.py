@@ -37,7 +37,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from engram.errors import ConfigError, InvalidMessage, StoreError
-from engram.models import JSON, Message, NewMessage, SessionInfo, StateRecord
+from engram.models import JSON, Message, NewMessage, SessionInfo, StateRecord, stored_message
 from engram.search_index import index_zone
 from engram.store.common import clamp as _clamp
 from engram.store.common import now as _now
@@ -361,20 +361,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
         except UnicodeEncodeError as exc:
             raise InvalidMessage(f"a message holds text that is not valid Unicode: {exc}") from exc
         return [
-            Message(
-                mid,
-                scope,
-                session,
-                m.role,
-                m.content,
-                _utc(m.created_at),
-                t,
-                m.name,
-                m.tool_calls,
-                m.tool_call_id,
-                dict(m.metadata) if m.metadata else {},
-                m.parts,
-            )
+            stored_message(m, mid, scope, session, t, _utc(m.created_at))
             for mid, m, t in zip(ids, messages, tokens, strict=True)
         ]
 
