@@ -88,24 +88,29 @@ class JsonDirIndexes:
     def appended(self, path: Path, before: Signature | None, stored: list[Message]) -> None:
         """Extend the index after this store appended ``stored`` (when it was current)."""
         with self._lock:
-            found = self._by_path.get(path)
-            after = signature(path)
-            if found is None or after is None or found.signature != before:
-                self._by_path.pop(path, None)
-                return
-            add_messages(found.index, found.speakers, found.messages, stored, self.zone)
-            found.messages = found.messages + stored
-            found.signature = after
+            found = self._advanced(path, before)
+            if found is not None:
+                add_messages(found.index, found.speakers, found.messages, stored, self.zone)
+                found.messages = found.messages + stored
 
     def moved(self, path: Path, before: Signature | None) -> None:
         """Keep the index after this store rewrote the files with the same messages."""
         with self._lock:
-            found = self._by_path.get(path)
-            after = signature(path)
-            if found is None or after is None or found.signature != before:
-                self._by_path.pop(path, None)
-                return
-            found.signature = after
+            self._advanced(path, before)
+
+    def _advanced(self, path: Path, before: Signature | None) -> SessionIndex | None:
+        """The index of ``path``, moved to the new signature, if it was current at ``before``.
+
+        Otherwise it is dropped (the next search rebuilds it) and None is returned.
+        Called with the lock held.
+        """
+        found = self._by_path.get(path)
+        after = signature(path)
+        if found is None or after is None or found.signature != before:
+            self._by_path.pop(path, None)
+            return None
+        found.signature = after
+        return found
 
     def forget(self, path: Path) -> None:
         """Drop the index of a deleted document."""
