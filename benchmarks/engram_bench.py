@@ -27,9 +27,9 @@ def sqlite_url(path: str) -> str:
 def postgres_available() -> str | None:
     """None when the PostgreSQL backend and a server can be had, else why not."""
     try:
-        import engram.store.postgres  # noqa: F401
+        import engram.store.postgres.backend  # noqa: F401
     except Exception as exc:
-        return f"engram.store.postgres not importable ({type(exc).__name__}: {exc})"
+        return f"engram.store.postgres.backend not importable ({type(exc).__name__}: {exc})"
     if os.environ.get("ENGRAM_BENCH_POSTGRES_URL"):
         return None
     try:

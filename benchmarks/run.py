@@ -63,21 +63,21 @@ AGENTS_MAIN = f"{MAIN_SCOPE}/{MAIN_SESSION}"
 
 # Files whose content decides whether a cached Engram database is still valid.
 _ENGRAM_SQLITE_FILES = (
-    "src/engram/store/sqlite.py",
-    "src/engram/store/sqlite_connection.py",
-    "src/engram/store/sqlite_migrations.py",
-    "src/engram/store/sqlite_rows.py",
-    "src/engram/store/sqlite_scope.py",
-    "src/engram/store/sqlite_search.py",
+    "src/engram/store/sqlite/backend.py",
+    "src/engram/store/sqlite/connection.py",
+    "src/engram/store/sqlite/migrations.py",
+    "src/engram/store/sqlite/rows.py",
+    "src/engram/store/sqlite/scope.py",
+    "src/engram/store/sqlite/search.py",
     "src/engram/search_index.py",
 )
 _ENGRAM_PG_FILES = (
-    "src/engram/store/postgres.py",
-    "src/engram/store/postgres_connection.py",
-    "src/engram/store/postgres_migrations.py",
-    "src/engram/store/postgres_rows.py",
-    "src/engram/store/postgres_scope.py",
-    "src/engram/store/postgres_search.py",
+    "src/engram/store/postgres/backend.py",
+    "src/engram/store/postgres/connection.py",
+    "src/engram/store/postgres/migrations.py",
+    "src/engram/store/postgres/rows.py",
+    "src/engram/store/postgres/scope.py",
+    "src/engram/store/postgres/search.py",
     "src/engram/search_index.py",
 )
 

@@ -22,10 +22,10 @@ from engram.testing import FakeLLMServer
 BACKENDS = ["sqlite", "jsondir", "postgres", "memory"]
 
 _MODULES = {
-    "sqlite": "engram.store.sqlite",
-    "jsondir": "engram.store.jsondir",
-    "postgres": "engram.store.postgres",
-    "memory": "engram.store.memory",
+    "sqlite": "engram.store.sqlite.backend",
+    "jsondir": "engram.store.jsondir.backend",
+    "postgres": "engram.store.postgres.backend",
+    "memory": "engram.store.memory.backend",
 }
 
 

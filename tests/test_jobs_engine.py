@@ -12,8 +12,8 @@ import pytest
 import engram
 from engram.background.queue import COMPACTION, MEMORY, QueueScheduler, dedupe_key
 from engram.engine import Engram
-from engram.jobs import JobQueue
-from engram.store.postgres import PostgresStore
+from engram.store.postgres.backend import PostgresStore
+from engram.store.postgres.jobs import JobQueue
 
 try:
     from tests.pg import fresh_postgres_url

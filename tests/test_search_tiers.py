@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from engram.models import NewMessage
 from engram.search_query import COMMON_SHARE, MAX_PAIRED, SearchQuery, Tiers, tiers
 from engram.store import Store, open_store
-from engram.store.sqlite import SQLiteStore
-from engram.store.sqlite_terms import TermCounts, indexed_rows
+from engram.store.sqlite.backend import SQLiteStore
+from engram.store.sqlite.terms import TermCounts, indexed_rows
 
 T0 = datetime(2023, 5, 8, 15, 0, tzinfo=UTC)
 

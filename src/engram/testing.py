@@ -21,7 +21,7 @@ A response's ``chunk_delay`` paces the chunks (to test a client that leaves mid-
 model that trickles); a non-streamed answer with a ``chunk_delay`` is sent in small pieces
 that far apart.
 
-:class:`~engram.store.memory.MemoryStore` (``memory://NAME``) is a store that
+:class:`~engram.store.memory.backend.MemoryStore` (``memory://NAME``) is a store that
 keeps everything in this process, for tests that need no file at all.
 """
 
@@ -37,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from engram.models import JSON
-from engram.store.memory import MemoryStore
+from engram.store.memory.backend import MemoryStore
 from engram.tokens import count_messages, storage_counter
 
 __all__ = ["FakeLLMServer", "FakeResponse", "MemoryStore", "RecordedRequest"]

@@ -1,6 +1,6 @@
 """Moving data between stores: export a session, import a document, copy a whole store.
 
-The exchange format is the jsondir session document (:mod:`engram.store.jsondoc`,
+The exchange format is the jsondir session document (:mod:`engram.store.jsondir.document`,
 the context file extended), so an exported session can be dropped into
 a jsondir store, read by a person, or imported anywhere.
 
@@ -29,7 +29,7 @@ from engram.models import JSON, Message, NewMessage, SessionInfo, StateRecord
 from engram.sections.tool_cache import TOOL_CACHE_KIND
 from engram.store import open_store
 from engram.store.base import MAX_PAGE, Store
-from engram.store.jsondoc import (
+from engram.store.jsondir.document import (
     FORMAT,
     build_document,
     document_history,
@@ -91,7 +91,7 @@ def all_sessions(store: Store, scope: str) -> list[SessionInfo]:
 
 
 def export_session(store: Store, scope: str, session: str) -> JSON:
-    """The session as a jsondir document (see :mod:`engram.store.jsondoc`).
+    """The session as a jsondir document (see :mod:`engram.store.jsondir.document`).
 
     Raises:
         SessionNotFound: no such session in ``scope``.

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import engram
-from engram.store.jsondir import JsonDirStore
+from engram.store.jsondir.backend import JsonDirStore
 
 WORKER = Path(__file__).with_name("full_disk_worker.py")
 

@@ -16,9 +16,9 @@ import pytest
 
 from engram.errors import StoreError
 from engram.models import NewMessage
-from engram.store import jsondir_log
-from engram.store.group_commit import GroupCommit, Request
-from engram.store.jsondir import JsonDirStore
+from engram.store.jsondir import log as jsondir_log
+from engram.store.jsondir.backend import JsonDirStore
+from engram.store.jsondir.group_commit import GroupCommit, Request
 
 THREADS = 6
 
@@ -147,7 +147,7 @@ class TestJsonDirAppends:
                 raise StoreError("No space left on device")
             return real(path, *args, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr("engram.store.jsondir_docs.append_log", failing)
+        monkeypatch.setattr("engram.store.jsondir.docs.append_log", failing)
         outcome: dict[int, str] = {}
 
         def write(i: int) -> None:

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from engram.errors import CorruptedData
 from engram.models import NewMessage
 from engram.store import open_store
-from engram.store.filenames import MAX_NAME_CHARS, decode_id, encode_id, is_hashed
-from engram.store.jsondir import JsonDirStore
+from engram.store.jsondir.backend import JsonDirStore
+from engram.store.jsondir.filenames import MAX_NAME_CHARS, decode_id, encode_id, is_hashed
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 SAFE = set("abcdefghijklmnopqrstuvwxyz0123456789-_.%~ABCDEF")

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 import engram
 from engram.errors import CorruptedData
 from engram.models import NewMessage
-from engram.store import jsondir_ids, jsondir_log
-from engram.store.jsondir import JsonDirStore
+from engram.store.jsondir import ids as jsondir_ids
+from engram.store.jsondir import log as jsondir_log
+from engram.store.jsondir.backend import JsonDirStore
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 OLD_DIRECTORY = Path(__file__).resolve().parents[1] / "data" / "jsondir-v1"
@@ -161,7 +162,7 @@ class TestCrashes:
         def die(path: Path) -> None:
             raise KeyboardInterrupt  # the process ends here, like a kill -9
 
-        monkeypatch.setattr("engram.store.jsondir_docs.remove_log", die)
+        monkeypatch.setattr("engram.store.jsondir.docs.remove_log", die)
         with pytest.raises(KeyboardInterrupt):
             store.save_state("p", "s", "compaction", {"summary": "x"}, expected_version=0)
         monkeypatch.undo()

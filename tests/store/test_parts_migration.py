@@ -12,8 +12,8 @@ from tests.images import image_part, png_url
 
 from engram.models import NewMessage
 from engram.store import open_store
-from engram.store.sqlite import SQLiteStore
-from engram.store.sqlite_migrations import MIGRATIONS, m006_message_parts, migrate
+from engram.store.sqlite.backend import SQLiteStore
+from engram.store.sqlite.migrations import MIGRATIONS, m006_message_parts, migrate
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 PARTS = [{"type": "text", "text": "look"}, image_part(png_url(2, 2))]
@@ -63,7 +63,7 @@ class TestPostgres:
     def test_old_rows_read_without_parts_and_new_rows_keep_them(self, pg_url: str) -> None:
         import psycopg
 
-        from engram.store.postgres_migrations import MIGRATIONS as PG_MIGRATIONS
+        from engram.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
 
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute(

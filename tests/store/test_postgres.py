@@ -12,11 +12,11 @@ import psycopg
 import pytest
 
 from engram.errors import ConfigError, ConnectionLost, NotFound
-from engram.jobs import JobQueue
 from engram.models import NewMessage
 from engram.store import open_store
-from engram.store.postgres import PostgresStore
-from engram.store.postgres_migrations import MIGRATIONS, migrate
+from engram.store.postgres.backend import PostgresStore
+from engram.store.postgres.jobs import JobQueue
+from engram.store.postgres.migrations import MIGRATIONS, migrate
 
 try:
     from tests.pg import fresh_postgres_url

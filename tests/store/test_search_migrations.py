@@ -11,8 +11,8 @@ import pytest
 
 from engram.models import NewMessage
 from engram.store import open_store
-from engram.store.sqlite import SQLiteStore
-from engram.store.sqlite_migrations import MIGRATIONS, migrate
+from engram.store.sqlite.backend import SQLiteStore
+from engram.store.sqlite.migrations import MIGRATIONS, migrate
 
 T0 = datetime(2023, 5, 8, 12, 0, tzinfo=UTC)  # a Monday
 OLD_ROWS = [
@@ -87,7 +87,7 @@ class TestPostgres:
     def test_old_rows_get_context_dates_and_participants(self, pg_url: str) -> None:
         import psycopg
 
-        from engram.store.postgres_migrations import MIGRATIONS as PG_MIGRATIONS
+        from engram.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
 
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute(

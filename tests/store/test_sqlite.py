@@ -20,9 +20,9 @@ from engram.errors import (
 )
 from engram.models import NewMessage
 from engram.store import open_store
-from engram.store import sqlite as sqlite_module
-from engram.store.sqlite import BUSY_TIMEOUT_MS, SQLiteStore
-from engram.store.sqlite_migrations import MIGRATIONS, applied, m001_initial, migrate
+from engram.store.sqlite import backend as sqlite_module
+from engram.store.sqlite.backend import BUSY_TIMEOUT_MS, SQLiteStore
+from engram.store.sqlite.migrations import MIGRATIONS, applied, m001_initial, migrate
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 

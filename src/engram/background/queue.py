@@ -53,7 +53,7 @@ from engram.policy import Policy, get_policy
 if TYPE_CHECKING:
     # Annotations only: the queue module needs psycopg, an optional extra; a
     # store that offers a queue has already imported it.
-    from engram.jobs import Job, JobQueue
+    from engram.store.postgres.jobs import Job, JobQueue
 
 log = logging.getLogger(__name__)
 

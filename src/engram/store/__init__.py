@@ -15,11 +15,11 @@ from engram.store.base import MAX_PAGE, Store
 
 #: scheme -> "module:Class"; each class has ``from_url(url, **options)``.
 BACKENDS: dict[str, str] = {
-    "sqlite": "engram.store.sqlite:SQLiteStore",
-    "postgresql": "engram.store.postgres:PostgresStore",
-    "postgres": "engram.store.postgres:PostgresStore",
-    "jsondir": "engram.store.jsondir:JsonDirStore",
-    "memory": "engram.store.memory:MemoryStore",
+    "sqlite": "engram.store.sqlite.backend:SQLiteStore",
+    "postgresql": "engram.store.postgres.backend:PostgresStore",
+    "postgres": "engram.store.postgres.backend:PostgresStore",
+    "jsondir": "engram.store.jsondir.backend:JsonDirStore",
+    "memory": "engram.store.memory.backend:MemoryStore",
 }
 
 DEFAULT_URL = "sqlite:///./engram.db"

@@ -39,13 +39,13 @@ from engram.search_query import (
     tiers,
 )
 from engram.store.snippets import WHOLE_CHARS
-from engram.store.sqlite_connection import SQLiteConnections
-from engram.store.sqlite_connection import clamp as _clamp
-from engram.store.sqlite_rows import MSG_COLUMNS, MSG_WIDTH, message
-from engram.store.sqlite_rows import parse_ts as _parse_ts
-from engram.store.sqlite_rows import roles_clause as _roles_clause
-from engram.store.sqlite_rows import ts as _ts
-from engram.store.sqlite_terms import TermCounts
+from engram.store.sqlite.connection import SQLiteConnections
+from engram.store.sqlite.connection import clamp as _clamp
+from engram.store.sqlite.rows import MSG_COLUMNS, MSG_WIDTH, message
+from engram.store.sqlite.rows import parse_ts as _parse_ts
+from engram.store.sqlite.rows import roles_clause as _roles_clause
+from engram.store.sqlite.rows import ts as _ts
+from engram.store.sqlite.terms import TermCounts
 
 #: Tokens of a snippet (FTS5 ``snippet``): about 64, or the whole message when shorter.
 SNIPPET_TOKENS = 64
@@ -125,7 +125,7 @@ def _meta_speaker(m: NewMessage) -> str | None:
 
 
 class SQLiteSearch(SQLiteConnections):
-    """The search half of :class:`~engram.store.sqlite.SQLiteStore`."""
+    """The search half of :class:`~engram.store.sqlite.backend.SQLiteStore`."""
 
     _terms: TermCounts
 

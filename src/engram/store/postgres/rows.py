@@ -1,6 +1,6 @@
 """Rows of the PostgreSQL backend to Engram's values: column lists, timestamps, records.
 
-Kept apart from :mod:`engram.store.postgres` and its helpers (connections,
+Kept apart from :mod:`engram.store.postgres.backend` and its helpers (connections,
 queries) so the decoding rules live in one place. psycopg decodes JSON and
 ``jsonb`` columns itself; timestamps come back as aware datetimes and are
 returned in UTC.

@@ -8,7 +8,7 @@ something: only then is it pinged). A connection lost mid-call raises
 :class:`~engram.errors.ConnectionLost`; reads are retried once on a fresh
 connection, writes are not (the caller decides).
 
-:class:`PostgresConnections` is the base of :class:`~engram.store.postgres.PostgresStore`,
+:class:`PostgresConnections` is the base of :class:`~engram.store.postgres.backend.PostgresStore`,
 which opens the pool in its ``__init__``.
 """
 
@@ -131,13 +131,13 @@ class PostgresConnections:
 
     @property
     def pool(self) -> ConnectionPool[Conn]:
-        """The connection pool (for :mod:`engram.jobs` and benchmarks)."""
+        """The connection pool (for :mod:`engram.store.postgres.jobs` and benchmarks)."""
         return self._pool
 
     def connection(self) -> AbstractContextManager[Conn]:
         """A pooled connection in a transaction (committed on success), errors mapped.
 
-        For modules that add tables of their own (:mod:`engram.jobs`).
+        For modules that add tables of their own (:mod:`engram.store.postgres.jobs`).
         """
         return self._connection(transaction=True)
 

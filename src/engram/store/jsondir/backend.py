@@ -1,7 +1,7 @@
 """jsondir backend: one human-readable JSON document per session.
 
 Layout under the root directory (every scope and session id goes through
-:mod:`engram.store.filenames`, so no id can name a path outside its folder)::
+:mod:`engram.store.jsondir.filenames`, so no id can name a path outside its folder)::
 
     <root>/.engram-jsondir.json          format marker (version 2: session logs)
     <root>/.counters.json                reserved message, memory and audit ids
@@ -16,7 +16,7 @@ Layout under the root directory (every scope and session id goes through
 
 An ``append`` writes one line to the session's log and fsyncs it (threads
 appending at the same moment are committed together: one lock hold, one line
-and one fsync per session log, see :mod:`engram.store.group_commit`); every other
+and one fsync per session log, see :mod:`engram.store.jsondir.group_commit`); every other
 change rewrites a whole file atomically: a temporary file in the same
 directory, fsync, rename over the old one, fsync of the directory, folding the
 log into the document. Readers therefore see the old or the new document, never
@@ -58,19 +58,20 @@ from engram.models import (
 )
 from engram.search_index import index_zone
 from engram.search_query import SearchQuery
-from engram.store import jsondir_search, jsondoc
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import messages_between
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
-from engram.store.group_commit import GroupCommit, Request
-from engram.store.jsondir_docs import JsonDirSessionFiles, grown
-from engram.store.jsondir_files import SCOPE_FILE, SESSIONS_DIR, fsync_dir
-from engram.store.jsondir_keys import JsonDirApiKeys
-from engram.store.jsondir_log import log_path, remove_log
-from engram.store.jsondir_scope import JsonDirScopeData
-from engram.store.jsondir_search import JsonDirIndexes, SessionIndex
+from engram.store.jsondir import document as jsondoc
+from engram.store.jsondir import search as jsondir_search
+from engram.store.jsondir.docs import JsonDirSessionFiles, grown
+from engram.store.jsondir.files import SCOPE_FILE, SESSIONS_DIR, fsync_dir
+from engram.store.jsondir.group_commit import GroupCommit, Request
+from engram.store.jsondir.keys import JsonDirApiKeys
+from engram.store.jsondir.log import log_path, remove_log
+from engram.store.jsondir.scope import JsonDirScopeData
+from engram.store.jsondir.search import JsonDirIndexes, SessionIndex
 
 
 @dataclass(frozen=True)
@@ -335,7 +336,7 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirSessionFiles):
         """Store messages atomically, in order, creating the session if absent.
 
         Appends of several threads at once are committed together (one lock, one
-        fsync per session log): see :mod:`engram.store.group_commit`.
+        fsync per session log): see :mod:`engram.store.jsondir.group_commit`.
         """
         check_batch(messages, tokens)
         batch = _Batch(scope, session, list(messages), list(tokens))
@@ -348,7 +349,7 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirSessionFiles):
 
         A request gets its result only once its messages are durable; an error
         leaves the others' untouched (an unexpected one fails every request
-        still waiting, in :class:`~engram.store.group_commit.GroupCommit`).
+        still waiting, in :class:`~engram.store.jsondir.group_commit.GroupCommit`).
         """
         with self._locked():
             pending: dict[Path, _Pending] = {}

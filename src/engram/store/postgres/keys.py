@@ -14,7 +14,7 @@ from typing import Any
 from engram.models import ApiKeyRecord
 from engram.store.common import utc as _utc
 from engram.store.common import utc_or_none as _utc_or_none
-from engram.store.postgres_connection import Conn, Jsonb, PostgresConnections
+from engram.store.postgres.connection import Conn, Jsonb, PostgresConnections
 
 _COLUMNS = "id, prefix, label, admin, scopes, writable, created_at, revoked_at"
 
@@ -33,7 +33,7 @@ def _key(row: Sequence[Any]) -> ApiKeyRecord:
 
 
 class PostgresApiKeys(PostgresConnections):
-    """The API key methods of :class:`~engram.store.postgres.PostgresStore`."""
+    """The API key methods of :class:`~engram.store.postgres.backend.PostgresStore`."""
 
     def add_api_key(
         self,

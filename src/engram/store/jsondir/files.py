@@ -2,9 +2,9 @@
 
 Every JSON file is written atomically: a temporary file in the same directory,
 fsync, rename over the old one, fsync of the directory (session logs are
-appended instead: :mod:`engram.store.jsondir_log`). All writes, from any
+appended instead: :mod:`engram.store.jsondir.log`). All writes, from any
 thread or process, hold an exclusive ``flock`` on ``.lock``; that is what makes
-ids (:mod:`engram.store.jsondir_ids`) unique and increasing across the store.
+ids (:mod:`engram.store.jsondir.ids`) unique and increasing across the store.
 A file that does not parse is never overwritten: it is set aside as
 ``<name>.corrupt-<UTC timestamp>``.
 """
@@ -24,8 +24,8 @@ from typing import Any
 
 from engram.errors import CorruptedData, StoreError
 from engram.store.common import now
-from engram.store.filenames import encode_id
-from engram.store.jsondir_ids import COUNTERS, draw_ids
+from engram.store.jsondir.filenames import encode_id
+from engram.store.jsondir.ids import COUNTERS, draw_ids
 
 #: A file's (inode, mtime in ns, size): it changes whenever the file is replaced or written.
 Signature = tuple[int, int, int]

@@ -24,8 +24,8 @@ from zoneinfo import ZoneInfo
 
 from engram.models import Message, SearchHit
 from engram.search_query import SearchQuery, parse
-from engram.store.jsondir_files import Signature as FileSignature
-from engram.store.jsondir_log import log_path
+from engram.store.jsondir.files import Signature as FileSignature
+from engram.store.jsondir.log import log_path
 from engram.store.text_index import TextIndex, add_messages
 from engram.store.text_index import search as text_search
 

@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from engram.store.postgres_connection import PostgresConnections
+from engram.store.postgres.connection import PostgresConnections
 
 
 def lock_key(name: str) -> int:
@@ -23,7 +23,7 @@ def lock_key(name: str) -> int:
 
 
 class PostgresLocks(PostgresConnections):
-    """The cross-process lock of :class:`~engram.store.postgres.PostgresStore`."""
+    """The cross-process lock of :class:`~engram.store.postgres.backend.PostgresStore`."""
 
     @contextmanager
     def exclusive(self, name: str) -> Iterator[None]:

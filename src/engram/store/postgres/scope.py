@@ -18,14 +18,14 @@ from engram.store.batch_check import json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import split_audit_event
 from engram.store.common import utc as _utc
-from engram.store.postgres_connection import Conn, Jsonb, PostgresConnections
-from engram.store.postgres_rows import MEMORY_COLUMNS as _MEMORY_COLUMNS
-from engram.store.postgres_rows import memory as _memory
+from engram.store.postgres.connection import Conn, Jsonb, PostgresConnections
+from engram.store.postgres.rows import MEMORY_COLUMNS as _MEMORY_COLUMNS
+from engram.store.postgres.rows import memory as _memory
 from engram.store.usage_totals import usage_summary
 
 
 class PostgresScopeData(PostgresConnections):
-    """The scope-level methods of :class:`~engram.store.postgres.PostgresStore`."""
+    """The scope-level methods of :class:`~engram.store.postgres.backend.PostgresStore`."""
 
     def add_memory(
         self,

@@ -25,7 +25,7 @@ One JSON document per session. The fields are all there, so a person
 ``log_generation`` (jsondir only) names the session's append log: messages
 added since the document was last rewritten are in ``<session>.jsonl`` beside
 it, when that log's header carries this generation (see
-:mod:`engram.store.jsondir_log`). A document without it has no log: every
+:mod:`engram.store.jsondir.log`). A document without it has no log: every
 message is in ``recent_history`` (documents written before the logs existed,
 exports, and files of the agent runtime).
 

@@ -16,7 +16,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from engram.search_index import FLAG_OWN_RESULT
-from engram.store.sqlite_connection import SQLiteConnections
+from engram.store.sqlite.connection import SQLiteConnections
 
 
 class _Matrix:
@@ -27,7 +27,7 @@ class _Matrix:
 
 
 class SQLiteVectors(SQLiteConnections):
-    """The vector half of :class:`~engram.store.sqlite.SQLiteStore`."""
+    """The vector half of :class:`~engram.store.sqlite.backend.SQLiteStore`."""
 
     _matrices: dict[int, _Matrix]
     _matrices_lock: threading.Lock

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
 from engram.models import Message
-from engram.store.sqlite_connection import SQLiteConnections
-from engram.store.sqlite_connection import guarded as _guarded
-from engram.store.sqlite_rows import MSG_COLUMNS as _MSG
-from engram.store.sqlite_rows import message as _message
-from engram.store.sqlite_rows import now as _now
-from engram.store.sqlite_rows import ts as _ts
-from engram.store.sqlite_search import refresh_context
+from engram.store.sqlite.connection import SQLiteConnections
+from engram.store.sqlite.connection import guarded as _guarded
+from engram.store.sqlite.rows import MSG_COLUMNS as _MSG
+from engram.store.sqlite.rows import message as _message
+from engram.store.sqlite.rows import now as _now
+from engram.store.sqlite.rows import ts as _ts
+from engram.store.sqlite.search import refresh_context
 
 #: Ids per ``IN (...)`` list: well under SQLite's limit on bound parameters.
 _CHUNK = 500

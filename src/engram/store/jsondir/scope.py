@@ -14,18 +14,18 @@ from typing import Any
 
 from engram.errors import CorruptedData
 from engram.models import JSON, MemoryRecord, UsageRecord, frozen_metadata
-from engram.store import jsondoc
 from engram.store.batch_check import json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import now as _now
 from engram.store.common import split_audit_event
 from engram.store.common import utc as _utc
-from engram.store.jsondir_files import AUDIT_FILE, MEMORIES_FILE, USAGE_FILE, JsonDirFiles
+from engram.store.jsondir import document as jsondoc
+from engram.store.jsondir.files import AUDIT_FILE, MEMORIES_FILE, USAGE_FILE, JsonDirFiles
 from engram.store.usage_totals import usage_summary
 
 
 class JsonDirScopeData(JsonDirFiles):
-    """The scope-level methods of :class:`~engram.store.jsondir.JsonDirStore`."""
+    """The scope-level methods of :class:`~engram.store.jsondir.backend.JsonDirStore`."""
 
     def _scope_file(self, scope: str, name: str, key: str) -> list[JSON]:
         path = self._scope_dir(scope) / name

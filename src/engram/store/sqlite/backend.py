@@ -1,6 +1,6 @@
 """SQLite backend: the default store, one file, WAL, FTS5 search.
 
-Data model (the schema itself is in :mod:`engram.store.sqlite_migrations`):
+Data model (the schema itself is in :mod:`engram.store.sqlite.migrations`):
 scopes and sessions have integer keys; a session is ``UNIQUE(scope_id,
 external_id)`` and carries its running totals (message and token counts,
 first and last message time), updated in the same transaction as every
@@ -14,10 +14,10 @@ own tables. Timestamps are fixed-width ISO-8601 UTC text, returned as aware
 UTC datetimes; naive datetimes given to the store are taken to be UTC.
 
 Connections, write transactions and the id caches are in
-:mod:`engram.store.sqlite_connection`; memories, their audit trail and LLM usage
-(scope-level data) in :mod:`engram.store.sqlite_scope`; row encoding and
-decoding in :mod:`engram.store.sqlite_rows`; full-text search in
-:mod:`engram.store.sqlite_search`.
+:mod:`engram.store.sqlite.connection`; memories, their audit trail and LLM usage
+(scope-level data) in :mod:`engram.store.sqlite.scope`; row encoding and
+decoding in :mod:`engram.store.sqlite.rows`; full-text search in
+:mod:`engram.store.sqlite.search`.
 
 Hot paths avoid work: ``(scope, session) -> session id`` is cached once
 committed, ``tail`` is one indexed query, and JSON columns are decoded only
@@ -42,34 +42,34 @@ from engram.search_index import index_zone
 from engram.store.common import clamp as _clamp
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
-from engram.store.sqlite_connection import BUSY_TIMEOUT_MS
-from engram.store.sqlite_connection import guarded as _guarded
-from engram.store.sqlite_edits import SQLiteEdits
-from engram.store.sqlite_keys import SQLiteApiKeys
-from engram.store.sqlite_migrations import migrate
-from engram.store.sqlite_rows import MSG_COLUMNS as _MSG
-from engram.store.sqlite_rows import MSG_HOT_COLUMNS as _MSG_HOT
-from engram.store.sqlite_rows import MSG_WIDTH as _MSG_WIDTH
-from engram.store.sqlite_rows import SESSION_COLUMNS as _SESSION_COLS
-from engram.store.sqlite_rows import dump as _dump
-from engram.store.sqlite_rows import json_dict as _json_dict
-from engram.store.sqlite_rows import message as _message
-from engram.store.sqlite_rows import message_row as _message_row
-from engram.store.sqlite_rows import messages as _messages
-from engram.store.sqlite_rows import parse_ts as _parse_ts
-from engram.store.sqlite_rows import roles_clause as _roles_clause
-from engram.store.sqlite_rows import session_info as _session_info
-from engram.store.sqlite_rows import ts as _ts
-from engram.store.sqlite_scope import SQLiteScopeData
-from engram.store.sqlite_search import (
+from engram.store.sqlite.connection import BUSY_TIMEOUT_MS
+from engram.store.sqlite.connection import guarded as _guarded
+from engram.store.sqlite.edits import SQLiteEdits
+from engram.store.sqlite.keys import SQLiteApiKeys
+from engram.store.sqlite.migrations import migrate
+from engram.store.sqlite.rows import MSG_COLUMNS as _MSG
+from engram.store.sqlite.rows import MSG_HOT_COLUMNS as _MSG_HOT
+from engram.store.sqlite.rows import MSG_WIDTH as _MSG_WIDTH
+from engram.store.sqlite.rows import SESSION_COLUMNS as _SESSION_COLS
+from engram.store.sqlite.rows import dump as _dump
+from engram.store.sqlite.rows import json_dict as _json_dict
+from engram.store.sqlite.rows import message as _message
+from engram.store.sqlite.rows import message_row as _message_row
+from engram.store.sqlite.rows import messages as _messages
+from engram.store.sqlite.rows import parse_ts as _parse_ts
+from engram.store.sqlite.rows import roles_clause as _roles_clause
+from engram.store.sqlite.rows import session_info as _session_info
+from engram.store.sqlite.rows import ts as _ts
+from engram.store.sqlite.scope import SQLiteScopeData
+from engram.store.sqlite.search import (
     BM25_WEIGHTS,
     SNIPPET_TOKENS,
     SQLiteSearch,
     index_values,
     record_speakers,
 )
-from engram.store.sqlite_terms import TermCounts
-from engram.store.sqlite_vectors import SQLiteVectors
+from engram.store.sqlite.terms import TermCounts
+from engram.store.sqlite.vectors import SQLiteVectors
 
 _MAX_ID = 2**63 - 1
 _MEMORY_PATHS = frozenset({"", ":memory:"})

@@ -15,7 +15,7 @@ since each connection to ``:memory:`` would be a different database.
 can be reused, and a cached id may go stale when another store on the same file
 purges the session, so readers look the id up again when a query finds nothing.
 
-:class:`SQLiteConnections` is the base of :class:`~engram.store.sqlite.SQLiteStore`,
+:class:`SQLiteConnections` is the base of :class:`~engram.store.sqlite.backend.SQLiteStore`,
 which sets the attributes declared here in its ``__init__``.
 """
 
@@ -31,7 +31,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from engram.errors import CorruptedData, StoreError
 from engram.store.common import clamp
 from engram.store.common import now as _now
-from engram.store.sqlite_rows import ts as _ts
+from engram.store.sqlite.rows import ts as _ts
 
 #: How long a write waits for another process's write lock before failing, in ms.
 BUSY_TIMEOUT_MS = 5000

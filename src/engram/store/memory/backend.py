@@ -37,7 +37,7 @@ from engram.store.common import clamp as _clamp
 from engram.store.common import messages_between, split_audit_event
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
-from engram.store.memory_keys import MemoryApiKeys
+from engram.store.memory.keys import MemoryApiKeys
 from engram.store.text_index import TextIndex, add_messages
 from engram.store.text_index import search as text_search
 from engram.store.usage_totals import usage_summary

@@ -1,6 +1,6 @@
 """Rows of the SQLite backend to and from Engram's values: columns, timestamps, JSON.
 
-Kept apart from :mod:`engram.store.sqlite` and its helpers (connections, queries)
+Kept apart from :mod:`engram.store.sqlite.backend` and its helpers (connections, queries)
 so the decoding rules live in one place. Timestamps are fixed-width ISO-8601 UTC
 text; JSON columns hold NULL for "nothing" so readers skip decoding.
 """

@@ -1,13 +1,13 @@
 """PostgreSQL backend: several Engram servers can share one database.
 
-Data model (see :mod:`engram.store.postgres_migrations` for the DDL):
+Data model (see :mod:`engram.store.postgres.migrations` for the DDL):
 
 * ``sessions`` keyed by ``(scope, id)``, with running totals kept at append;
 * ``messages`` with an identity id, a JSON ``tool_calls``, ``jsonb`` metadata
   and a stored, weighted ``tsvector`` (content weight A, speaker name weight B)
   under a GIN index; ranked with ``ts_rank_cd``, snippets by ``ts_headline``;
 * ``states`` (one row per session and kind, compare-and-set on ``version``),
-  ``memories``, ``memory_audit``, ``usage`` and ``jobs`` (see :mod:`engram.jobs`).
+  ``memories``, ``memory_audit``, ``usage`` and ``jobs`` (see :mod:`engram.store.postgres.jobs`).
 
 Concurrency: an append first upserts its session row, which locks it until
 commit; ids are drawn after that, so within a session ids are committed in
@@ -15,10 +15,10 @@ increasing order and a reader paging by id never skips a message that commits
 later. State saves are a single conditional ``UPDATE``/``INSERT``: two
 compactions of one session commit at most one new version.
 
-The pool and error mapping are in :mod:`engram.store.postgres_connection`;
+The pool and error mapping are in :mod:`engram.store.postgres.connection`;
 memories, their audit trail and LLM usage (scope-level data) in
-:mod:`engram.store.postgres_scope`; row decoding in
-:mod:`engram.store.postgres_rows`.
+:mod:`engram.store.postgres.scope`; row decoding in
+:mod:`engram.store.postgres.rows`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from engram.errors import ConfigError, ConnectionLost, StoreError
-from engram.jobs import JobQueue
 from engram.models import (
     JSON,
     Message,
@@ -44,7 +43,7 @@ from engram.search_index import index_zone
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import utc as _utc
-from engram.store.postgres_connection import (
+from engram.store.postgres.connection import (
     DEFAULT_MAX_SIZE,
     DEFAULT_MIN_SIZE,
     DEFAULT_TIMEOUT,
@@ -56,23 +55,24 @@ from engram.store.postgres_connection import (
     probe_connection,
     psycopg,
 )
-from engram.store.postgres_connection import check_on_checkout as _check
-from engram.store.postgres_connection import configure_connection as _configure
-from engram.store.postgres_connection import libpq_conninfo as _conninfo
-from engram.store.postgres_connection import mask_url as _mask
-from engram.store.postgres_edits import PostgresEdits
-from engram.store.postgres_keys import PostgresApiKeys
-from engram.store.postgres_locks import PostgresLocks
-from engram.store.postgres_migrations import migrate
-from engram.store.postgres_rows import MESSAGE_COLUMNS as _MESSAGE_COLUMNS
-from engram.store.postgres_rows import SESSION_COLUMNS as _SESSION_COLUMNS
-from engram.store.postgres_rows import message as _message
-from engram.store.postgres_rows import session as _session
-from engram.store.postgres_scope import PostgresScopeData
-from engram.store.postgres_search import PostgresSearch
-from engram.store.postgres_search import index_values as _index_values
-from engram.store.postgres_search import record_speakers as _record_speakers
-from engram.store.postgres_vectors import PostgresVectors
+from engram.store.postgres.connection import check_on_checkout as _check
+from engram.store.postgres.connection import configure_connection as _configure
+from engram.store.postgres.connection import libpq_conninfo as _conninfo
+from engram.store.postgres.connection import mask_url as _mask
+from engram.store.postgres.edits import PostgresEdits
+from engram.store.postgres.jobs import JobQueue
+from engram.store.postgres.keys import PostgresApiKeys
+from engram.store.postgres.locks import PostgresLocks
+from engram.store.postgres.migrations import migrate
+from engram.store.postgres.rows import MESSAGE_COLUMNS as _MESSAGE_COLUMNS
+from engram.store.postgres.rows import SESSION_COLUMNS as _SESSION_COLUMNS
+from engram.store.postgres.rows import message as _message
+from engram.store.postgres.rows import session as _session
+from engram.store.postgres.scope import PostgresScopeData
+from engram.store.postgres.search import PostgresSearch
+from engram.store.postgres.search import index_values as _index_values
+from engram.store.postgres.search import record_speakers as _record_speakers
+from engram.store.postgres.vectors import PostgresVectors
 
 _OPTIONS = frozenset({"min_size", "max_size", "timeout", "migrate_schema", "tz"})
 
@@ -125,7 +125,7 @@ class PostgresStore(
     """The :class:`~engram.store.base.Store` over PostgreSQL (psycopg 3 + a connection pool)."""
 
     def job_queue(self, worker_id: str) -> JobQueue:
-        """The job queue shared by every process on this database (see :mod:`engram.jobs`)."""
+        """The job queue shared by every process on this database."""
         return JobQueue(self, worker_id=worker_id)
 
     def __init__(

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.errors import CorruptedData, StoreError
-from engram.store.jsondir_files import atomic_write_bytes
+from engram.store.jsondir.files import atomic_write_bytes
 
 LOG_FORMAT = "engram.session-log"
 LOG_FORMAT_VERSION = 1

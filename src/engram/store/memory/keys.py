@@ -19,7 +19,7 @@ _GUARD = threading.Lock()
 
 
 class MemoryApiKeys:
-    """The API key methods of :class:`~engram.store.memory.MemoryStore`."""
+    """The API key methods of :class:`~engram.store.memory.backend.MemoryStore`."""
 
     url: str
 

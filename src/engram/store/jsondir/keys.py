@@ -13,15 +13,15 @@ from typing import Any
 
 from engram.errors import CorruptedData, StoreError
 from engram.models import JSON, ApiKeyRecord
-from engram.store import jsondoc
 from engram.store.common import now as _now
-from engram.store.jsondir_files import JsonDirFiles
+from engram.store.jsondir import document as jsondoc
+from engram.store.jsondir.files import JsonDirFiles
 
 KEYS_FILE = ".api_keys.json"
 
 
 class JsonDirApiKeys(JsonDirFiles):
-    """The API key methods of :class:`~engram.store.jsondir.JsonDirStore`."""
+    """The API key methods of :class:`~engram.store.jsondir.backend.JsonDirStore`."""
 
     def _key_rows(self) -> list[JSON]:
         path = self.root / KEYS_FILE

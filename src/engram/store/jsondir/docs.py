@@ -1,8 +1,8 @@
 """Session files of the jsondir backend: the document, its append log, read and written.
 
-A session is its document ``<session>.json`` (:mod:`engram.store.jsondoc`)
+A session is its document ``<session>.json`` (:mod:`engram.store.jsondir.document`)
 plus, when the document names one, the append log ``<session>.jsonl``
-(:mod:`engram.store.jsondir_log`) holding the messages added since the
+(:mod:`engram.store.jsondir.log`) holding the messages added since the
 document was last written. Appending writes one log line and fsyncs the log;
 every other change rewrites the document with everything in it (the log
 folded in) and a new log generation.
@@ -26,10 +26,10 @@ from typing import Any
 
 from engram.errors import CorruptedData, StoreError
 from engram.models import JSON, Message, SessionInfo, StateRecord
-from engram.store import jsondoc
 from engram.store.common import now as _now
-from engram.store.jsondir_files import JsonDirFiles, Signature
-from engram.store.jsondir_log import (
+from engram.store.jsondir import document as jsondoc
+from engram.store.jsondir.files import JsonDirFiles, Signature
+from engram.store.jsondir.log import (
     NO_LOG,
     LogView,
     append_log,
@@ -41,7 +41,7 @@ from engram.store.jsondir_log import (
     remove_log,
     should_fold,
 )
-from engram.store.jsondir_search import file_signature
+from engram.store.jsondir.search import file_signature
 
 log = logging.getLogger(__name__)
 

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
 from engram.models import Message
-from engram.store.postgres_connection import Conn, PostgresConnections
-from engram.store.postgres_rows import MESSAGE_COLUMNS as _MESSAGE_COLUMNS
-from engram.store.postgres_rows import message as _message
-from engram.store.postgres_search import refresh_context
+from engram.store.postgres.connection import Conn, PostgresConnections
+from engram.store.postgres.rows import MESSAGE_COLUMNS as _MESSAGE_COLUMNS
+from engram.store.postgres.rows import message as _message
+from engram.store.postgres.search import refresh_context
 
 _RETOTAL = """
     UPDATE sessions SET

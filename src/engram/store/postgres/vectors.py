@@ -18,7 +18,7 @@ from typing import Any
 
 from engram.errors import ConfigError
 from engram.search_index import FLAG_OWN_RESULT
-from engram.store.postgres_connection import Conn, PostgresConnections
+from engram.store.postgres.connection import Conn, PostgresConnections
 
 
 def vector_literal(vector: Any) -> str:
@@ -27,7 +27,7 @@ def vector_literal(vector: Any) -> str:
 
 
 class PostgresVectors(PostgresConnections):
-    """The vector half of :class:`~engram.store.postgres.PostgresStore`."""
+    """The vector half of :class:`~engram.store.postgres.backend.PostgresStore`."""
 
     def _require_vectors(self, conn: Conn) -> None:
         if conn.execute("SELECT to_regclass('message_vectors')").fetchone() == (None,):

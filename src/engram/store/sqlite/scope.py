@@ -21,20 +21,20 @@ from engram.store.common import clamp as _clamp
 from engram.store.common import now as _now
 from engram.store.common import split_audit_event
 from engram.store.common import utc as _utc
-from engram.store.sqlite_connection import SQLiteConnections
-from engram.store.sqlite_connection import guarded as _guarded
-from engram.store.sqlite_rows import MEMORY_COLUMNS as _MEMORY_COLS
-from engram.store.sqlite_rows import dump as _dump
-from engram.store.sqlite_rows import json_dict as _json_dict
-from engram.store.sqlite_rows import memory as _memory
-from engram.store.sqlite_rows import ts as _ts
+from engram.store.sqlite.connection import SQLiteConnections
+from engram.store.sqlite.connection import guarded as _guarded
+from engram.store.sqlite.rows import MEMORY_COLUMNS as _MEMORY_COLS
+from engram.store.sqlite.rows import dump as _dump
+from engram.store.sqlite.rows import json_dict as _json_dict
+from engram.store.sqlite.rows import memory as _memory
+from engram.store.sqlite.rows import ts as _ts
 from engram.store.usage_totals import usage_summary
 
 _SCOPE_OF = "(SELECT id FROM scopes WHERE name = ?)"
 
 
 class SQLiteScopeData(SQLiteConnections):
-    """The scope-level methods of :class:`~engram.store.sqlite.SQLiteStore`."""
+    """The scope-level methods of :class:`~engram.store.sqlite.backend.SQLiteStore`."""
 
     @_guarded
     def add_memory(

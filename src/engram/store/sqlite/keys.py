@@ -13,10 +13,10 @@ from typing import Any
 
 from engram.models import ApiKeyRecord
 from engram.store.common import now as _now
-from engram.store.sqlite_connection import SQLiteConnections
-from engram.store.sqlite_connection import guarded as _guarded
-from engram.store.sqlite_rows import parse_ts as _parse_ts
-from engram.store.sqlite_rows import ts as _ts
+from engram.store.sqlite.connection import SQLiteConnections
+from engram.store.sqlite.connection import guarded as _guarded
+from engram.store.sqlite.rows import parse_ts as _parse_ts
+from engram.store.sqlite.rows import ts as _ts
 
 _COLUMNS = "id, prefix, label, admin, scopes, writable, created_at, revoked_at"
 
@@ -35,7 +35,7 @@ def _key(row: Sequence[Any]) -> ApiKeyRecord:
 
 
 class SQLiteApiKeys(SQLiteConnections):
-    """The API key methods of :class:`~engram.store.sqlite.SQLiteStore`."""
+    """The API key methods of :class:`~engram.store.sqlite.backend.SQLiteStore`."""
 
     @_guarded
     def add_api_key(

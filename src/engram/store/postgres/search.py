@@ -45,8 +45,8 @@ from engram.search_query import (
     tiers,
 )
 from engram.store.common import clamp, utc
-from engram.store.postgres_connection import Conn, PostgresConnections
-from engram.store.postgres_rows import MESSAGE_COLUMNS, MESSAGE_WIDTH, message
+from engram.store.postgres.connection import Conn, PostgresConnections
+from engram.store.postgres.rows import MESSAGE_COLUMNS, MESSAGE_WIDTH, message
 from engram.store.snippets import WHOLE_CHARS, Stemmer, highlight
 
 #: Text-search configuration made by migration 001 (English stems, no stop words).
@@ -120,7 +120,7 @@ def record_speakers(conn: Conn, scope: str, session: str, batch: Sequence[NewMes
 
 
 class PostgresSearch(PostgresConnections):
-    """The search half of :class:`~engram.store.postgres.PostgresStore`."""
+    """The search half of :class:`~engram.store.postgres.backend.PostgresStore`."""
 
     _shares: tuple[float, dict[str, float]] | None = None
 

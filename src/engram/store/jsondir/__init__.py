@@ -1,0 +1,1 @@
+"""The jsondir backend: one human-readable JSON document (and append log) per session."""
