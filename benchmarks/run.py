@@ -69,7 +69,7 @@ _ENGRAM_SQLITE_FILES = (
     "src/engram/store/sqlite/rows.py",
     "src/engram/store/sqlite/scope.py",
     "src/engram/store/sqlite/search.py",
-    "src/engram/search_index.py",
+    "src/engram/search/index.py",
 )
 _ENGRAM_PG_FILES = (
     "src/engram/store/postgres/backend.py",
@@ -78,7 +78,7 @@ _ENGRAM_PG_FILES = (
     "src/engram/store/postgres/rows.py",
     "src/engram/store/postgres/scope.py",
     "src/engram/store/postgres/search.py",
-    "src/engram/search_index.py",
+    "src/engram/search/index.py",
 )
 
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from engram.compaction import agentstate as A
+from engram import agent_state as A
 from engram.engine import Engram
 from engram.errors import ConfigError
 

@@ -19,11 +19,11 @@ from tests.facades import FACADES, facade
 
 import engram
 from engram.aio import AsyncEngram, AsyncMemories, AsyncSession
+from engram.chat import TurnResult, arun_turn, run_turn, stream_turn
 from engram.engine import Engram
 from engram.errors import EngramError, InvalidMessage, LLMError, SessionNotFound
 from engram.llm import LLMClient
 from engram.testing import FakeLLMServer
-from engram.tools import TurnResult, arun_turn, run_turn, stream_turn
 
 MODEL = "gpt-4o-mini"
 

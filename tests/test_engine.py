@@ -14,8 +14,8 @@ from tests.facades import FACADES, facade
 
 from engram.engine import Engram
 from engram.errors import DateParseError, InvalidMessage, InvalidQuery, MessageNotFound
+from engram.intake.validation import MAX_CONTENT_BYTES
 from engram.limits import MAX_EXTENDED_CONTEXT
-from engram.validation import MAX_CONTENT_BYTES
 
 
 @pytest.fixture(params=FACADES)

@@ -15,7 +15,7 @@ def test_all_lists_every_public_name_and_nothing_else() -> None:
         for name, value in vars(engram).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     }
-    public |= {"tools", "__version__"}  # the tools module and the version are part of the API
+    public |= {"chat", "tools", "__version__"}  # the chat and tools modules and the version are API
     assert set(engram.__all__) == public
 
 
@@ -55,11 +55,12 @@ def test_import_engram_leaves_optional_parts_unloaded() -> None:
     lazy = [
         "openai",  # the model client's SDK: when a model is used
         "dateutil",  # date phrases: on the first one that needs it
-        "engram.dates",
+        "engram.search.dates",
         "tiktoken",  # token counting: with the first vocabulary
         "socket",  # the shared job queue: when a store offers one
-        "engram.tools",  # tool schemas and the chat loop: on first use of engram.tools
-        "engram.transfer",  # session documents: export and import
+        "engram.tools",  # tool schemas: on first use of engram.tools
+        "engram.chat",  # the chat loop: on first use of engram.chat
+        "engram.transfer.documents",  # session documents: export and import
         "engram.background.queue",
         "engram.exchanges",
     ]

@@ -37,7 +37,7 @@ from benchmarks.retrieval.corpus import Conversation, Question, build
 from benchmarks.retrieval.report import DEFAULT_STEP, markdown
 from engram import searching
 from engram.models import NewMessage
-from engram.search_query import (
+from engram.search.query import (
     CONTEXT_WEIGHT,
     DATE_WEIGHT,
     QUESTION_FACTOR,
@@ -219,8 +219,8 @@ def dense_runs(
     store: Any, conversations: list[Conversation]
 ) -> list[tuple[str, Callable[[Conversation, Question, int], list[int]]]]:
     """Semantic, hybrid (normalised linear) and rank fusion, once every message is embedded."""
-    from engram.embeddings import shared_embedder
-    from engram.vectors import dense_hits, embed_pending, fuse
+    from engram.search.embeddings import shared_embedder
+    from engram.search.vectors import dense_hits, embed_pending, fuse
 
     embedder = shared_embedder()
     began = time.perf_counter()

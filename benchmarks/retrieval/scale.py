@@ -1,7 +1,7 @@
 """What the word tiers cost and save at 100K messages, measured in the latency store.
 
 The default search scores only the messages that rare words, phrases and rare
-pairs of common words find (:func:`engram.search_query.tiers`); ``tiered=False``
+pairs of common words find (:func:`engram.search.query.tiers`); ``tiered=False``
 scores every message holding any word, as the search did before. Both are
 timed on the same store in the same run (so under the same machine load), and
 the labelled questions are searched in a store that also holds the 200K

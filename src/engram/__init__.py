@@ -19,7 +19,7 @@ import importlib
 #: ``typing.TYPE_CHECKING`` without importing ``typing`` (type checkers treat the name alike).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from engram import tools
+    from engram import chat, tools
     from engram.aio import AsyncEngram, AsyncSession, open_async
     from engram.compaction.cycle import CompactionResult
     from engram.config import Config
@@ -98,9 +98,13 @@ _LAZY: dict[str, str] = {
 }
 
 
+#: Submodules reachable as attributes of ``engram`` (loaded on first use).
+_SUBMODULES = ("chat", "tools")
+
+
 def __getattr__(name: str) -> object:
-    if name == "tools":
-        return importlib.import_module("engram.tools")
+    if name in _SUBMODULES:
+        return importlib.import_module(f"engram.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'engram' has no attribute {name!r}")
@@ -147,6 +151,7 @@ __all__ = [
     "StoreError",
     "TokenCounter",
     "__version__",
+    "chat",
     "counter_for_model",
     "get_policy",
     "open",

@@ -17,7 +17,7 @@ their arguments, results, errors and docstrings are those of
 :class:`~engram.engine.Engram`, :class:`~engram.session.Session` and
 :class:`~engram.memories.Memories`. The event loop never waits on the store
 or on the token counter; the chat loop's async drivers are
-:func:`engram.tools.arun_turn` and :func:`engram.tools.stream_turn`.
+:func:`engram.chat.arun_turn` and :func:`engram.chat.stream_turn`.
 
 This module is imported on first use (``engram.open_async``), so ``import
 engram`` does not pay for asyncio.
@@ -31,7 +31,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import Future
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
 
-from engram.compaction.agentstate import AgentState
+from engram.agent_state import AgentState
 from engram.engine import Engram, open
 from engram.memories.records import Outcome as MemoryOutcome
 from engram.memories.service import Memories

@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from engram.errors import ConfigError, NotFound
+from engram.intake.validation import check_id
 from engram.models import ApiKeyRecord
 from engram.store.api_keys import ApiKeyStore
-from engram.validation import check_id
 
 #: Every key starts with this, so secret scanners and people can recognise one.
 KEY_PREFIX = "egk_"

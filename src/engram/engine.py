@@ -22,7 +22,6 @@ from engram import edits, searching
 from engram import scopes as scope_ops
 from engram.activity import Activity, scope_activity, session_activity
 from engram.apikeys import ApiKeys
-from engram.checks import MAX_CONTENT_BYTES, optional_timestamp, roles_filter, text_field
 from engram.compaction.cycle import CompactionResult
 from engram.compaction.metrics import CompactionMetrics
 from engram.compaction.summarizer import Summarizer
@@ -36,6 +35,8 @@ from engram.errors import (
     SessionNotFound,
     StoreError,
 )
+from engram.intake.checks import MAX_CONTENT_BYTES, optional_timestamp, roles_filter, text_field
+from engram.intake.validation import check_id
 from engram.llm.client import LLMClient
 from engram.memories import Memories, MemoryBudget, MemoryMetrics
 from engram.models import JSON, ROLES, Message, NewMessage, SearchHit, SessionInfo
@@ -46,11 +47,10 @@ from engram.scopes import ScopeSummary
 from engram.session import TOOL_CALL_LOOKBACK, Session
 from engram.store import MAX_PAGE, Store, open_store
 from engram.store.api_keys import has_api_keys
-from engram.validation import check_id
 
 if TYPE_CHECKING:
     from engram.background.queue import QueueScheduler
-    from engram.transfer import PreparedDocument
+    from engram.transfer.documents import PreparedDocument
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -272,7 +272,9 @@ class Engram:
 
     def export_session(self, session_id: str, scope: str = "default") -> JSON:
         """One session as an Engram session document (messages, states), for ``import``."""
-        from engram import transfer  # session documents: only export and import need them
+        from engram.transfer import (
+            documents as transfer,  # session documents: only export and import need them
+        )
 
         self.require_session(session_id, scope)
         return transfer.export_session(self.store, scope, session_id)
@@ -291,8 +293,8 @@ class Engram:
             StoreError: the store failed; none of the documents was kept.
 
         """
-        from engram import transfer
         from engram.store.grouping import all_or_nothing
+        from engram.transfer import documents as transfer
 
         prepared = []
         for index, document in enumerate(documents):

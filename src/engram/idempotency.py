@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from engram.checks import text_field
 from engram.errors import InvalidMessage
+from engram.intake.checks import text_field
 from engram.models import Message, NewMessage
 from engram.named_lock import NamedLock, named_lock
 from engram.store.base import Store

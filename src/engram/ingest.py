@@ -1,9 +1,9 @@
 """Writing parsed import files into a scope: every session checked first, nothing written twice.
 
-:func:`ingest` takes the batches :mod:`engram.importers` read and
+:func:`ingest` takes the batches :mod:`engram.transfer.importers` read and
 
 1. reads each message's stable **import key** (given by the parser, kept in
-   its metadata as ``import_key``: see :func:`engram.importers.import_key`);
+   its metadata as ``import_key``: see :func:`engram.transfer.importers.import_key`);
 2. leaves out the messages whose key the session already holds, so importing
    the same file again (ChatGPT exports are cumulative) adds only what is new;
 3. validates every remaining message of every session exactly as
@@ -23,10 +23,10 @@ from typing import Any
 
 from engram.engine import Engram
 from engram.errors import InvalidMessage
-from engram.importers import IMPORT_KEY, ImportBatch
 from engram.models import JSON
 from engram.session import Session
 from engram.store.grouping import all_or_nothing
+from engram.transfer.importers import IMPORT_KEY, ImportBatch
 
 
 @dataclass(frozen=True, slots=True)

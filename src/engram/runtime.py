@@ -25,15 +25,14 @@ from zoneinfo import ZoneInfo
 
 from engram.background import Scheduler, make_scheduler
 from engram.background.pool import BackgroundCompactor
-from engram.checks import id_field
-from engram.checks import message_id as checked_message_id
 from engram.compaction.cycle import CompactionResult, Loaded, compact_session
 from engram.compaction.metrics import CompactionMetrics
 from engram.compaction.summarizer import LLMSummarizer, OfflineSummarizer, Summarizer
 from engram.config import Config
 from engram.context import Section
-from engram.embeddings import shared_embedder
 from engram.errors import InvalidQuery, MessageNotFound
+from engram.intake.checks import id_field
+from engram.intake.checks import message_id as checked_message_id
 from engram.llm.client import LLMClient
 from engram.memories import SECTION_TITLE as MEMORIES_SECTION_TITLE
 from engram.memories import Memories, MemoryBudget, MemoryMetrics
@@ -41,11 +40,12 @@ from engram.memories.service import memory_block
 from engram.models import Message, NewMessage
 from engram.policy import Policy, get_policy
 from engram.prompt_log import PromptRecorder
+from engram.search.embeddings import shared_embedder
+from engram.search.vectors import Embedder, embed_pending, keeps_vectors
 from engram.sections.agent_state import compact_stored_agent_state
 from engram.store import Store
 from engram.store.base import plans_search
 from engram.tokens import TokenCounter, count_contents, count_message, storage_counter
-from engram.vectors import Embedder, embed_pending, keeps_vectors
 
 log = logging.getLogger("engram")
 

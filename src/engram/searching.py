@@ -1,14 +1,14 @@
 """From a question to a search plan, and from hits to hits with their neighbours.
 
 :meth:`Session.search` and :meth:`Engram.search` call :func:`plan`, which turns
-what was typed into a :class:`~engram.search_query.SearchQuery` for the store:
+what was typed into a :class:`~engram.search.query.SearchQuery` for the store:
 
-* content words and quoted phrases (:func:`engram.search_query.parse`);
+* content words and quoted phrases (:func:`engram.search.query.parse`);
 * words naming a participant of the searched conversations become a rank
-  boost for that participant's messages (:func:`~engram.search_query.with_speakers`);
+  boost for that participant's messages (:func:`~engram.search.query.with_speakers`);
 * a date phrase ("yesterday", "last week", "3 days ago", "on Monday",
   "8 May 2023", "May 2023") is read by the parser of ``get_messages_by_date``
-  (:func:`engram.dates.parse_when`, in the engine's time zone) and boosts the
+  (:func:`engram.search.dates.parse_when`, in the engine's time zone) and boosts the
   messages of that range; relative phrases leave the match, absolute dates
   stay (each message's date is indexed as words);
 * the ids to leave out (the visible prompt, the question being asked).
@@ -28,9 +28,9 @@ from zoneinfo import ZoneInfo
 from engram.errors import ConfigError, DateParseError
 from engram.models import Message, SearchHit
 from engram.runtime import Runtime
-from engram.search_query import SearchQuery, parse, with_dates, with_speakers
+from engram.search.query import SearchQuery, parse, with_dates, with_speakers
+from engram.search.vectors import CANDIDATES_PER_HIT, check_mode, dense_hits, fuse, keeps_vectors
 from engram.store.base import PlannedSearch, Store, plans_search
-from engram.vectors import CANDIDATES_PER_HIT, check_mode, dense_hits, fuse, keeps_vectors
 
 #: Most neighbouring turns returned on each side of a hit.
 MAX_NEIGHBOURS = 3
@@ -66,7 +66,7 @@ def date_phrase(
     lowered = " ".join(text.lower().replace(",", " ").split())
     if not any(p.search(lowered) for p in (_RELATIVE, _ON_WEEKDAY, _ABSOLUTE)):
         return None
-    from engram import dates  # the date parser (and dateutil) only when a date is named
+    from engram.search import dates  # the date parser (and dateutil) only when a date is named
 
     for pattern, drop in ((_RELATIVE, True), (_ON_WEEKDAY, True), (_ABSOLUTE, False)):
         for found in pattern.finditer(lowered):
@@ -157,7 +157,7 @@ class Request:
 
 
 def run(runtime: Runtime, request: Request, mode: str = "keyword") -> list[SearchHit]:
-    """Search by keywords, by meaning or both (see :mod:`engram.vectors`), best first.
+    """Search by keywords, by meaning or both (see :mod:`engram.search.vectors`), best first.
 
     Raises:
         ConfigError: an unknown mode, or a semantic mode on an engine without

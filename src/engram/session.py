@@ -16,18 +16,19 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram import edits, idempotency, searching
-from engram.checks import (
+from engram.agent_state import AgentState
+from engram.compaction.cycle import CompactionResult, load_compaction_state
+from engram.compaction.state import CompactionState
+from engram.context import Context
+from engram.errors import InvalidMessage, InvalidQuery, MessageNotFound
+from engram.intake.checks import (
     MAX_CONTENT_BYTES,
     optional_message_id,
     optional_timestamp,
     roles_filter,
     text_field,
 )
-from engram.compaction.agentstate import AgentState
-from engram.compaction.cycle import CompactionResult, load_compaction_state
-from engram.compaction.state import CompactionState
-from engram.context import Context
-from engram.errors import InvalidMessage, InvalidQuery, MessageNotFound
+from engram.intake.validation import build_message, build_messages, check_tool_answers
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.llm.client import LLMResult
 from engram.memories.records import Outcome as MemoryOutcome
@@ -39,7 +40,6 @@ from engram.prompt_log import PromptLog
 from engram.runtime import Runtime
 from engram.sections.agent_state import load_agent_state, update_agent_state
 from engram.store.base import MAX_PAGE
-from engram.validation import build_message, build_messages, check_tool_answers
 
 if TYPE_CHECKING:
     from engram.exchanges import Exchanges
@@ -529,7 +529,7 @@ class Session:
         """The UTC half-open range a date phrase means, in ``tz`` or the engine's time zone."""
         if isinstance(when, datetime | date):
             when = when.isoformat()
-        from engram import dates  # date phrases: only the date-based reads need them
+        from engram.search import dates  # date phrases: only the date-based reads need them
 
         zone = self.runtime.tz if tz is None else tz
         return dates.parse_when(when, now=datetime.now(UTC), tz=zone)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from engram.errors import ConfigError
-from engram.images import image_size
+from engram.intake.images import image_size
 
 if TYPE_CHECKING:
     import tiktoken
@@ -298,7 +298,7 @@ def image_tokens(counter: TokenCounter, parts: Iterable[Mapping[str, Any]]) -> i
     The counter's rule is its ``images`` attribute (:func:`counter_for_model`
     sets it from the model name), else :data:`DEFAULT_IMAGE_RULE`; an
     approximate counter adds its margin. Sizes come from the data URL's
-    header (:func:`engram.images.image_size`); nothing is fetched.
+    header (:func:`engram.intake.images.image_size`); nothing is fetched.
     """
     rule: ImageRule = getattr(counter, "images", DEFAULT_IMAGE_RULE)
     total = 0
@@ -518,7 +518,7 @@ def count_chat_message(counter: TokenCounter, message: Mapping[str, Any]) -> int
     parts = None
     if not isinstance(content, str):  # multi-part content: its text parts and images
         parts = [part for part in content if isinstance(part, Mapping)]
-        # Joined as Engram stores list content (engram.checks.content_parts).
+        # Joined as Engram stores list content (engram.intake.checks.content_parts).
         content = "\n".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
     return count_message(
         counter,

@@ -17,7 +17,7 @@ from engram.cli import main
 from engram.cli.demo import DEMO_BUDGET, store_sample
 from engram.tokens import count_messages, counter_for_model
 from images import image_part, png_url
-from test_importers import chatgpt_export
+from tests.transfer.test_importers import chatgpt_export
 
 from .harness import Cli
 

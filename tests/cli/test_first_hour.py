@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import engram
-from test_importers import chatgpt_export
+from tests.transfer.test_importers import chatgpt_export
 
 from .harness import Cli
 from .test_cli import PHOENIX

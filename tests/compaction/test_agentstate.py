@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from engram.compaction.agentstate import (
+from engram.agent_state import (
     AgentState,
     add_facts,
     compact_agent_state,

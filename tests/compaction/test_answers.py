@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engram.compaction.answers import (
+from engram.compaction.exchange_sizes import (
     TRUNCATED_SUMMARY_MARKER,
     answer_view,
     compress_summary,

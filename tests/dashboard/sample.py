@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from engram.cli.demo import SAMPLE_FILE, sample_bytes
 from engram.engine import Engram
-from engram.importers import parse_jsonl
+from engram.transfer.importers import parse_jsonl
 
 SCOPE = "phoenix"
 OTHER_SCOPE = "atlas"

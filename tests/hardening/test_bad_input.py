@@ -16,7 +16,7 @@ import pytest
 import engram
 from engram.engine import Engram, Session
 from engram.errors import EngramError, InvalidMessage, InvalidQuery
-from engram.validation import MAX_ARGUMENTS_BYTES, MAX_ID_CHARS, MAX_JSON_DEPTH
+from engram.intake.validation import MAX_ARGUMENTS_BYTES, MAX_ID_CHARS, MAX_JSON_DEPTH
 
 EAST = timezone(timedelta(hours=5))
 WEST = timezone(timedelta(hours=-5))

@@ -16,9 +16,9 @@ from collections.abc import Callable
 
 import pytest
 
-from engram.checks import is_clean
 from engram.config import Config
 from engram.engine import Engram
+from engram.intake.checks import is_clean
 from engram.llm import LLMClient
 from engram.testing import FakeLLMServer, FakeResponse, RecordedRequest
 
@@ -175,7 +175,7 @@ def test_a_turn_with_tools_stores_a_clean_answer(
     with LLMClient("gpt-4o-mini", base_url=fake_llm.base_url, timeout=10, backoff=0.01) as llm:
         mem = open_engram(llm=llm)
         chat = mem.session("s", scope="p")
-        turn = engram.tools.run_turn(chat, llm, "What do I drink?", budget=BUDGET)
+        turn = engram.chat.run_turn(chat, llm, "What do I drink?", budget=BUDGET)
         assert is_clean(turn.answer)
         stored = chat.messages()
         assert stored[-1].content == turn.answer

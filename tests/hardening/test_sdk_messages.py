@@ -10,8 +10,8 @@ from openai.types.chat import ChatCompletionMessage
 
 from engram.engine import Engram
 from engram.errors import InvalidMessage
-from engram.importers import parse_jsonl
 from engram.ingest import ingest
+from engram.transfer.importers import parse_jsonl
 
 CALL = {"id": "call_1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
 

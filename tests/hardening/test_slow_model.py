@@ -24,6 +24,7 @@ from tests.proxy.live import serving
 
 import engram
 from engram.aio import AsyncSession
+from engram.chat import run_turn, stream_turn
 from engram.config import Config
 from engram.engine import Engram
 from engram.errors import LLMTimeout
@@ -32,7 +33,6 @@ from engram.proxy import ProxySettings
 from engram.proxy.history import CUT_KEY
 from engram.server import ServerSettings, create_app
 from engram.testing import FakeLLMServer, FakeResponse, RecordedRequest
-from engram.tools import run_turn, stream_turn
 
 BUDGET = 4000
 #: Seconds one turn may wait for a compaction.

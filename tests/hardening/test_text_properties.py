@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 import engram
 from engram.engine import Engram
 from engram.errors import EngramError
-from engram.importers import parse_jsonl
 from engram.ingest import ingest
 from engram.models import Message
+from engram.transfer.importers import parse_jsonl
 
 SPECIAL = ["", " ", "\x00", "a\x00b", "\ud800", "x\udfffy", "\n", "\r\n", "\x7f", "\u2028", "é"]
 #: Any code point, surrogates and control characters included.

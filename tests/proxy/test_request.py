@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from engram import tools
+from engram.chat.loop import DEFAULT_RESERVE, HISTORY_TOOLS_PROMPT
 from engram.errors import InvalidMessage
 from engram.proxy import InvalidRequest, MissingSession, find_target, parse_request
-from engram.tools.loop import DEFAULT_RESERVE, HISTORY_TOOLS_PROMPT
 
 BODY: dict[str, Any] = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
 

@@ -10,9 +10,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from engram.dates import parse_when
 from engram.errors import MessageNotFound
 from engram.models import Message, SearchHit
+from engram.search.dates import parse_when
 
 #: A Wednesday, 15:00 UTC (10:00 in New York).
 NOW = datetime(2025, 3, 5, 15, 0, tzinfo=UTC)

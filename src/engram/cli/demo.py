@@ -27,8 +27,8 @@ from engram.cli._common import CliState, first_line
 from engram.cli.query import context_lines
 from engram.engine import Engram, Session
 from engram.errors import CorruptedData
-from engram.importers import parse_jsonl
 from engram.models import JSON
+from engram.transfer.importers import parse_jsonl
 
 #: The bundled conversation, its scope and what the walkthrough asks for.
 SAMPLE_FILE = "sample_conversation.jsonl"

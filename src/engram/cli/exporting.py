@@ -3,7 +3,7 @@
 * ``--format jsonl``: one OpenAI-format message per line, with ``session``,
   ``created_at`` and ``metadata``: exactly what ``engram import`` reads back.
 * ``--format json``: one JSON document per session, the full-fidelity format of
-  :func:`engram.transfer.export_session` (messages under ``recent_history``,
+  :func:`engram.transfer.documents.export_session` (messages under ``recent_history``,
   plus policy and session state); a scope-wide export is a JSON list of them.
 
 With ``-o FILE`` the output is written to a temporary file beside it and renamed

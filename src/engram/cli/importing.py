@@ -1,6 +1,6 @@
 """``engram import``: load a JSONL, fine-tuning JSONL, ChatGPT or Engram document file.
 
-The whole file is parsed (:mod:`engram.importers`) and every message checked as
+The whole file is parsed (:mod:`engram.transfer.importers`) and every message checked as
 the store would (:func:`engram.ingest.ingest`) before anything is written, so a
 bad line stops the import with nothing written. Importing the same file again
 adds only what is new: each message keeps an import key.
@@ -18,9 +18,9 @@ import click
 
 from engram.cli._common import db_option, open_engram, scope_option, stderr_is_tty
 from engram.errors import ImportFormatError
-from engram.importers import FORMATS, read_documents, read_import
 from engram.ingest import ingest
 from engram.models import JSON
+from engram.transfer.importers import FORMATS, read_documents, read_import
 
 
 @click.command("import")

@@ -1,7 +1,7 @@
 """``engram migrate --from URL --to URL``: copy a whole store into another backend.
 
 Every scope, session, message, state, memory and audit event is copied with
-:func:`engram.transfer.copy_store_url` (for example from ``sqlite:///engram.db`` to
+:func:`engram.transfer.documents.copy_store_url` (for example from ``sqlite:///engram.db`` to
 ``postgresql://...`` when one machine is no longer enough, or to
 ``jsondir:///backup`` for a human-readable copy). The source is only read.
 A session that already has messages in the target stops the copy with an
@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from engram.transfer import copy_store_url
+from engram.transfer.documents import copy_store_url
 
 
 @click.command("migrate")

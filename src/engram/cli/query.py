@@ -8,7 +8,7 @@ import click
 
 from engram.cli._common import db_option, echo_json, first_line, open_engram, scope_option
 from engram.context import Context, Omission
-from engram.images import readable
+from engram.intake.images import readable
 from engram.limits import MAX_PAGE
 from engram.models import ROLES, SearchHit
 

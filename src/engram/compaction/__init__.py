@@ -6,7 +6,7 @@ extractive and LLM), important data (:mod:`.important`), the stored state
 limits (:mod:`.answers`) and the agent state (:mod:`.agentstate`).
 """
 
-from engram.compaction.answers import answer_view, compress_summary
+from engram.compaction.exchange_sizes import answer_view, compress_summary
 from engram.compaction.fold import FoldResult, fold
 from engram.compaction.important import (
     EXTRACTION_PROMPT,

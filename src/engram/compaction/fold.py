@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from engram.compaction.answers import compress_summary
+from engram.compaction.exchange_sizes import compress_summary
 from engram.compaction.guard import bound_important, extract_safely, summarize_safely
 from engram.compaction.important import merge_important_data
 from engram.compaction.planner import CompactionPlan

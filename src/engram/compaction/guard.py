@@ -3,7 +3,7 @@
 A model (or a user-supplied summarizer) may answer with NUL characters, lone
 surrogates, megabytes of text or pathological JSON. :func:`summarize_safely`
 and :func:`extract_safely` return output the store can hold and the prompt can
-show: text cleaned (:func:`engram.checks.clean_text`), a summary of at most
+show: text cleaned (:func:`engram.intake.checks.clean_text`), a summary of at most
 :data:`MAX_SUMMARY_CHARS`, important data of at most
 :data:`MAX_IMPORTANT_BYTES` as JSON. Output that is unusable (empty, far too
 long, or a summarizer that raised) is replaced by the offline summarizer's,
@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from engram.checks import clean_json, clean_text, is_clean
 from engram.compaction.important import DICT_KEYS, LIST_KEYS, validate_important_data
 from engram.compaction.summarizer import (
     ImportantOutput,
@@ -28,6 +27,7 @@ from engram.compaction.summarizer import (
 )
 from engram.compaction.transcript import MessageLike
 from engram.errors import EngramError
+from engram.intake.checks import clean_json, clean_text, is_clean
 from engram.models import JSON
 
 log = logging.getLogger(__name__)

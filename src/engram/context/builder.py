@@ -26,6 +26,7 @@ from engram.context.results import (
     Omission,
     Section,
 )
+from engram.context.shapes import SYSTEM_JOINER
 from engram.context.truncation import (
     Shown,
     fit_degraded_turn,
@@ -37,7 +38,6 @@ from engram.context.window import FIRST_CHUNK, MAX_CHUNK, Cursor, Window, curren
 from engram.errors import ConfigError
 from engram.models import JSON
 from engram.policy import Policy, get_policy
-from engram.shapes import SYSTEM_JOINER
 from engram.tokens import REPLY_PRIMING, TOKENS_PER_MESSAGE, TokenCounter
 
 #: ``budget - reserve`` below this cannot hold a prompt at all.

@@ -15,7 +15,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from engram.anatomy import describe
+from engram.context.anatomy import describe
 from engram.dashboard.access import EngramDep, ViewerDep
 from engram.dashboard.errors import PageRoute
 from engram.dashboard.rendering import render

@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from engram.dashboard.views import highlight, pretty_json
-from engram.images import describe, parse_data_url
+from engram.intake.images import describe, parse_data_url
 
 __all__ = ["STATIC_DIR", "TEMPLATES_DIR", "render"]
 

@@ -225,7 +225,7 @@ def items_to_messages(items: Iterable[Mapping[str, Any]]) -> list[JSON]:
         elif kind == "message" and "role" in item:
             role = "system" if item["role"] == "developer" else item["role"]
             content = item.get("content")
-            # With an image the parts go as they are: Engram keeps them (engram.checks).
+            # With an image the parts go as they are: Engram keeps them (engram.intake.checks).
             kept = content if _has_image(content) else _text(content)
             messages.append({"role": role, "content": kept})
         else:

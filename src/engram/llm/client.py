@@ -33,11 +33,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from engram.checks import clean_text
 from engram.errors import ConfigError, LLMBadResponse, LLMError, LLMTimeout
-from engram.llm.answers import Reply, StreamedAnswer, clean_call, parse_json_object
+from engram.intake.checks import clean_text
 from engram.llm.deadline import async_deadline, bounded_http_client, step, steps, sync_deadline
 from engram.llm.prices import cost_usd
+from engram.llm.replies import Reply, StreamedAnswer, clean_call, parse_json_object
 from engram.models import JSON, UsageRecord
 from engram.tokens import count_messages, counter_for_model
 

@@ -14,12 +14,12 @@ The ``search_memories`` tool that reads them is in :mod:`engram.tools.memories`.
 """
 
 from engram.memories.budget import PENDING_KIND, PURPOSE_COMPACT, PURPOSE_CREATE, MemoryBudget
-from engram.memories.compaction import DECISION_PROMPT, Decision
-from engram.memories.context import SECTION_TITLE, format_memories
 from engram.memories.creation import CREATION_PROMPT
 from engram.memories.ending import LIFECYCLE_KIND
+from engram.memories.eviction import DECISION_PROMPT, Decision
 from engram.memories.metrics import MemoryMetrics
 from engram.memories.records import DEFAULT_CAP, MAX_CONTENT_CHARS, CreatedMemory, Outcome
+from engram.memories.rendering import SECTION_TITLE, format_memories
 from engram.memories.service import DEFAULT_TIMEOUT, Memories
 
 __all__ = [

@@ -15,8 +15,8 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime
 
-from engram.checks import MAX_CONTENT_BYTES, text_field
 from engram.errors import Contention, InvalidQuery, StoreError
+from engram.intake.checks import MAX_CONTENT_BYTES, text_field
 from engram.memories.records import Outcome
 from engram.memories.service import Memories
 from engram.models import JSON

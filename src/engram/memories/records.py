@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engram.checks import MAX_CONTENT_BYTES, json_value, text_field
 from engram.errors import ConfigError, InvalidQuery
+from engram.intake.checks import MAX_CONTENT_BYTES, json_value, text_field
 from engram.models import JSON, MemoryRecord
 
 #: Memories a scope keeps by default.

@@ -34,7 +34,8 @@ from engram.errors import ConfigError, LLMError, MemoryNotFound, StoreError
 from engram.llm import LLMClient, LLMResult
 from engram.llm.client import MAX_ATTEMPTS
 from engram.memories.budget import PURPOSE_COMPACT, MemoryBudget, is_pending
-from engram.memories.compaction import (
+from engram.memories.creation import extractive_memory, llm_memory, read_transcript
+from engram.memories.eviction import (
     MAX_DECISION_TOKENS,
     Decision,
     audit_event,
@@ -42,8 +43,6 @@ from engram.memories.compaction import (
     fifo_decision,
     validate_decision,
 )
-from engram.memories.context import format_memories
-from engram.memories.creation import extractive_memory, llm_memory, read_transcript
 from engram.memories.metrics import MemoryMetrics
 from engram.memories.records import (
     DEFAULT_CAP,
@@ -54,6 +53,7 @@ from engram.memories.records import (
     check_metadata,
     find_duplicate,
 )
+from engram.memories.rendering import format_memories
 from engram.memories.search import rank
 from engram.models import JSON, MemoryRecord, Message
 from engram.named_lock import NamedLock, named_lock

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram import tools
+from engram.chat.loop import result_cap
 from engram.models import JSON
 from engram.proxy.request import ChatRequest
 from engram.session import Session
 from engram.tokens import count_tools, counter_for_model
-from engram.tools.loop import result_cap
 
 #: Metadata key set on an answer the client stopped reading before its end.
 CUT_KEY = "cut"

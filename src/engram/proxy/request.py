@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engram import tools
+from engram.chat.loop import DEFAULT_RESERVE, system_prompt
 from engram.errors import InvalidMessage, InvalidQuery
 from engram.models import JSON
-from engram.tools.loop import DEFAULT_RESERVE, system_prompt
 
 #: Body keys Engram replaces or removes before the request goes upstream.
 _REPLACED = frozenset({"messages", "tools", "stream", "stream_options"})

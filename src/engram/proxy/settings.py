@@ -6,9 +6,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from engram.chat.loop import DEFAULT_MAX_ROUNDS, MAX_ROUNDS
 from engram.errors import ConfigError
 from engram.llm.client import DEFAULT_TIMEOUT, ENV_API_KEY, ENV_BASE_URL, ENV_TIMEOUT
-from engram.tools.loop import DEFAULT_MAX_ROUNDS, MAX_ROUNDS
 
 #: Variable naming the most model calls one proxied request may make.
 ENV_MAX_ROUNDS = "ENGRAM_PROXY_MAX_ROUNDS"

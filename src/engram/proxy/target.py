@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram.errors import InvalidQuery
-from engram.validation import check_id
+from engram.intake.validation import check_id
 
 SESSION_HEADER = "x-engram-session"
 SCOPE_HEADER = "x-engram-scope"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from engram.policy import Policy
 from engram.sections.agent_state import AgentStateSection
-from engram.sections.answers import AnswerViews
+from engram.sections.answer_views import AnswerViews
 from engram.sections.base import RowFilter, RowViews, SectionProvider
 from engram.sections.exchanges import ExchangeSteps
 from engram.sections.tool_cache import ToolCacheSection

@@ -2,7 +2,7 @@
 
 The state itself (facts, active tasks, tool stats, token usage, last known
 environment, preferences) and its pure update functions live in
-:mod:`engram.compaction.agentstate`. This module adds the storage: the
+:mod:`engram.agent_state`. This module adds the storage: the
 document is the session's ``"agent_state"`` state record, and every update
 is a compare-and-set loop (load, apply the caller's function, save with the
 version read; on a lost race start again), so concurrent updates from
@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from engram.compaction.agentstate import (
+from engram.agent_state import (
     AGENT_STATE_KIND,
     AgentState,
     compact_agent_state,

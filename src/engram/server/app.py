@@ -24,9 +24,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from engram import dashboard
 from engram.engine import Engram
 from engram.server.auth import KeyCheck
+from engram.server.body_limit import BodyLimit
 from engram.server.deps import ERROR_RESPONSES, RIGHTS_KEY, enforce_rights, rights_of
 from engram.server.errors import install_error_handlers
-from engram.server.limits import BodyLimit
 from engram.server.mcp_mount import mount_mcp
 from engram.server.metrics import ServerMetrics
 from engram.server.routes import RESOURCES, health, proxy

@@ -21,12 +21,12 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from engram.engine import Engram
+from engram.intake.validation import MAX_ID_CHARS
 from engram.server.auth import Caller, KeyCheck, is_remote
 from engram.server.boundary import offload
 from engram.server.errors import COMMON_ERRORS, NotAuthenticated
 from engram.server.metrics import ServerMetrics
 from engram.server.schemas import ErrorOut
-from engram.validation import MAX_ID_CHARS
 
 # Dependencies are ``async``: FastAPI runs a plain ``def`` dependency in a worker thread,
 # a thread hop per request for nothing.

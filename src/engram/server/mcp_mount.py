@@ -20,11 +20,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from engram.errors import EngramError, MissingDependency
+from engram.intake.validation import check_id
 from engram.server.auth import Caller
 from engram.server.deps import current_caller
 from engram.server.errors import error_body, status_of
 from engram.server.routes.proxy import own_scope
-from engram.validation import check_id
 
 #: Where MCP is served.
 MCP_PATH = "/mcp"

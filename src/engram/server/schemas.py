@@ -2,7 +2,7 @@
 
 Inputs are checked here for shape only (types, lengths, page and batch
 limits); what a message may hold is the library's decision
-(:mod:`engram.validation`), so the same refusal reads the same everywhere.
+(:mod:`engram.intake.validation`), so the same refusal reads the same everywhere.
 Messages come in OpenAI chat format, including what the OpenAI and Anthropic
 SDKs produce: ``content`` may be a list of content parts (text, images,
 Anthropic blocks), handed to the library as it came; ``null`` SDK fields

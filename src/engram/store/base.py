@@ -43,7 +43,7 @@ from engram.models import (
     StateRecord,
     UsageRecord,
 )
-from engram.search_query import SearchQuery
+from engram.search.query import SearchQuery
 
 
 class SessionStore(Protocol):
@@ -281,7 +281,7 @@ def can_edit(store: object) -> TypeGuard[MessageEditor]:
 
 @runtime_checkable
 class PlannedSearch(Protocol):
-    """A store whose search takes a :class:`~engram.search_query.SearchQuery` plan.
+    """A store whose search takes a :class:`~engram.search.query.SearchQuery` plan.
 
     Such a store indexes each message's neighbour context and date words at
     append (in :attr:`zone`), lists each session's participants, and honours

@@ -1,6 +1,6 @@
 """Checks a backend makes on an append batch before writing anything.
 
-The engine validates messages on the way in (:mod:`engram.validation`); the
+The engine validates messages on the way in (:mod:`engram.intake.validation`); the
 store checks again what it relies on, so a direct caller of the Store cannot
 write a row that would break a reader: unknown roles, negative or non-integer
 token counts, tool calls or metadata that are not JSON, text that is not valid
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engram.checks import json_value as checked_json
 from engram.errors import ConfigError, InvalidMessage
+from engram.intake.checks import json_value as checked_json
 from engram.models import ROLES, NewMessage
 
 #: Sizes are the engine's concern; the store only refuses what it cannot hold.
@@ -38,7 +38,7 @@ def _text(index: int, what: str, value: object, *, optional: bool = False) -> No
 
 
 def _json(index: int, what: str, value: Any) -> None:
-    # The engine's own rule (engram.checks): the same refusals on every backend.
+    # The engine's own rule (engram.intake.checks): the same refusals on every backend.
     checked_json(f"message {index} {what}", value, max_bytes=_NO_SIZE_LIMIT)
 
 

@@ -11,9 +11,8 @@
         answer = tools.dispatch(chat, call.function.name, call.function.arguments)
         chat.add("tool", answer, tool_call_id=call.id)
 
-:func:`run_turn` runs a whole turn with tool calls; async code uses
-:func:`arun_turn` or :func:`stream_turn` (loaded on first use, so ``import
-engram`` does not pay for asyncio).
+:mod:`engram.chat` runs a whole turn with tool calls (``run_turn``, and
+``arun_turn`` / ``stream_turn`` for async code).
 
 ``schemas(flavor)`` gives the same tools for OpenAI chat completions
 ("openai"), the OpenAI Responses API ("responses"), Anthropic ("anthropic")
@@ -35,7 +34,6 @@ from engram.tools.dispatcher import (
     is_error,
     validate,
 )
-from engram.tools.loop import HISTORY_TOOLS_PROMPT, TurnResult, run_turn
 from engram.tools.memories import (
     add_memory,
     delete_memory,
@@ -44,6 +42,7 @@ from engram.tools.memories import (
     search_memories,
 )
 from engram.tools.registry import (
+    HISTORY_TOOLS_PROMPT,
     TOOLS,
     Tool,
     ToolSession,
@@ -71,17 +70,6 @@ for _builtin in BUILTIN_TOOLS:
     install(_builtin, replace=True)
 del _builtin
 
-#: The async chat loop, loaded on first use.
-_ASYNC = ("TurnStream", "arun_turn", "stream_turn")
-
-
-def __getattr__(name: str) -> object:
-    if name in _ASYNC:
-        from engram.tools import async_loop
-
-        return getattr(async_loop, name)
-    raise AttributeError(f"module 'engram.tools' has no attribute {name!r}")
-
 
 #: Tools that list and change a scope's memories. Declared, not installed: a chat
 #: loop never offers them; an interface that does (the MCP server) passes them
@@ -101,7 +89,6 @@ __all__ = [
     "Tool",
     "ToolError",
     "ToolSession",
-    "TurnResult",
     "cap_result",
     "declared",
     "decode_arguments",
@@ -110,10 +97,8 @@ __all__ = [
     "install",
     "is_error",
     "register",
-    "run_turn",
     "schemas",
     "select",
     "unregister",
     "validate",
-    *_ASYNC,
 ]

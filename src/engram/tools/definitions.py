@@ -9,7 +9,7 @@ scope), the docstring is what the model reads. Compared with a plain chat-bot hi
   query is plain text, so ``*``, ``NEAR``, ``%`` or ``_`` are just characters
   and double quotes mark a phrase; what the model already sees, the question
   it is answering and Engram's own earlier tool results are never returned;
-* dates go through :func:`engram.dates.parse_when` in the engine's time zone
+* dates go through :func:`engram.search.dates.parse_when` in the engine's time zone
   and an unreadable date is an error the model can read, never "today";
 * ``get_message_by_id`` only finds messages of the caller's scope; one of
   another scope is "not found", exactly like a missing one;
@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
-from engram.checks import MAX_CONTENT_BYTES, MAX_MESSAGE_ID
 from engram.errors import InvalidQuery, MessageNotFound, NotFound
+from engram.intake.checks import MAX_CONTENT_BYTES, MAX_MESSAGE_ID
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.models import JSON, Message
 from engram.searching import MAX_NEIGHBOURS
@@ -35,7 +35,7 @@ from engram.tools.schema import Length, Range
 MAX_TOOL_RESULTS = 50
 #: Longest search query accepted, in characters.
 MAX_QUERY_CHARS = 500
-#: Longest date phrase accepted, in characters (matches engram.dates).
+#: Longest date phrase accepted, in characters (matches engram.search.dates).
 MAX_DATE_CHARS = 100
 #: Characters of a neighbouring turn shown with a search hit.
 NEIGHBOUR_CHARS = 400

@@ -14,8 +14,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engram.checks import is_clean
 from engram.errors import ConfigError, DateParseError, EngramError, InvalidQuery, NotFound
+from engram.intake.checks import is_clean
 from engram.tokens import TokenCounter
 from engram.tools.registry import TOOLS, Tool, ToolSession
 from engram.tools.results import (

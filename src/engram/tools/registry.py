@@ -268,3 +268,17 @@ def schemas(flavor: Flavor | str = "openai", *, names: Iterable[str] | None = No
     if flavor not in FLAVORS:
         raise ConfigError(f"unknown tool schema flavor {flavor!r}; use one of {', '.join(FLAVORS)}")
     return [tool.schema(flavor) for tool in select(names)]
+
+
+#: Appended to the caller's system prompt when tools are offered (the chat
+#: bot's system prompt, without the names of tools that may not be offered).
+HISTORY_TOOLS_PROMPT = (
+    "CONTEXT: You see only the most recent messages of this conversation. Older "
+    "messages are stored, not shown.\n"
+    "HISTORY TOOLS: To read older conversation, use the history tools you are given: "
+    "search_history finds past messages by keywords, get_messages_by_date returns the "
+    "messages of a day, get_extended_context loads more of the conversation, "
+    "get_message_by_id reads one message in full.\n"
+    "When the user asks about something that is not in your visible context, USE THE "
+    "TOOLS. Don't guess or make up past conversations."
+)

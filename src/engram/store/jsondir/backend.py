@@ -56,8 +56,8 @@ from engram.models import (
     StateRecord,
     stored_message,
 )
-from engram.search_index import index_zone
-from engram.search_query import SearchQuery
+from engram.search.index import index_zone
+from engram.search.query import SearchQuery
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import messages_between
@@ -504,7 +504,7 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirSessionFiles):
         return next((s for s in parsed[2] if s.kind == kind), None)
 
     def list_states(self, scope: str, session: str) -> list[StateRecord]:
-        """Every state document of the session, by kind (used by :mod:`engram.transfer`)."""
+        """Every state document of the session, by kind (for `engram.transfer.documents`)."""
         parsed = self._parsed(scope, session)
         return [] if parsed is None else sorted(parsed[2], key=lambda s: s.kind)
 

@@ -1,7 +1,7 @@
 """Search of the jsondir backend: a BM25 index per session, kept in this process.
 
 The documents stay the agent-runtime format (nothing search-specific is
-written into them). Each session's :class:`~engram.store.text_index.TextIndex`
+written into them). Each session's :class:`~engram.search.bm25.TextIndex`
 is built the first time the session is searched, from its document and log,
 and remembered with their file signatures (inode, mtime, size). An append by
 this store extends the index with the new messages and takes the new
@@ -23,11 +23,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from engram.models import Message, SearchHit
-from engram.search_query import SearchQuery, parse
+from engram.search.bm25 import TextIndex, add_messages
+from engram.search.bm25 import search as text_search
+from engram.search.query import SearchQuery, parse
 from engram.store.jsondir.files import Signature as FileSignature
 from engram.store.jsondir.log import log_path
-from engram.store.text_index import TextIndex, add_messages
-from engram.store.text_index import search as text_search
 
 #: The signatures of a session's document and of its log (None: no log).
 Signature = tuple[FileSignature, FileSignature | None]

@@ -4,7 +4,7 @@
 the same name share it (as two engines share a database file), a new name is
 a new empty store, and everything is lost when the process ends. Search
 matches stems and ranks as the jsondir backend does
-(:mod:`engram.store.snippets`). One lock guards the whole store: every
+(:mod:`engram.search.stems`). One lock guards the whole store: every
 multi-row write is atomic, and compare-and-set on state is exact.
 """
 
@@ -30,16 +30,16 @@ from engram.models import (
     UsageRecord,
     frozen_metadata,
 )
-from engram.search_index import index_zone
-from engram.search_query import SearchQuery, parse
+from engram.search.bm25 import TextIndex, add_messages
+from engram.search.bm25 import search as text_search
+from engram.search.index import index_zone
+from engram.search.query import SearchQuery, parse
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import messages_between, split_audit_event
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
 from engram.store.memory.keys import MemoryApiKeys
-from engram.store.text_index import TextIndex, add_messages
-from engram.store.text_index import search as text_search
 from engram.store.usage_totals import usage_summary
 
 
@@ -354,7 +354,7 @@ class MemoryStore(MemoryApiKeys):
             return record
 
     def list_states(self, scope: str, session: str) -> list[StateRecord]:
-        """Every state document of the session, by kind (used by :mod:`engram.transfer`)."""
+        """Every state document of the session, by kind (for `engram.transfer.documents`)."""
         with self._data.lock:
             found = self._session(scope, session)
             return sorted(found.states.values(), key=lambda s: s.kind) if found else []

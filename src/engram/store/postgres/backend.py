@@ -39,7 +39,7 @@ from engram.models import (
     frozen_metadata,
     stored_message,
 )
-from engram.search_index import index_zone
+from engram.search.index import index_zone
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import utc as _utc
@@ -435,7 +435,7 @@ class PostgresStore(
         return self._read(work)
 
     def list_states(self, scope: str, session: str) -> list[StateRecord]:
-        """Every state document of the session, by kind (used by :mod:`engram.transfer`)."""
+        """Every state document of the session, by kind (for `engram.transfer.documents`)."""
 
         def work(conn: Conn) -> list[StateRecord]:
             rows = conn.execute(

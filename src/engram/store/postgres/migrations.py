@@ -14,7 +14,7 @@ from collections.abc import Callable
 import psycopg
 
 from engram.errors import MigrationError
-from engram.search_index import CONTEXT_CHARS, CONTEXT_TURNS, FLAG_QUESTION
+from engram.search.index import CONTEXT_CHARS, CONTEXT_TURNS, FLAG_QUESTION
 
 #: Advisory-lock key taken while migrating (any constant; "engram" in ASCII).
 MIGRATION_LOCK_KEY = 0x656E6772616D
@@ -23,7 +23,7 @@ MIGRATION_LOCK_KEY = 0x656E6772616D
 VECTOR_DIM = 384
 
 #: Characters of a message indexed for search. Punctuation (``_``, ``.``, ``@``...) splits
-#: words, as in :mod:`engram.search_query`; the cap keeps the tsvector under its 1 MB limit.
+#: words, as in :mod:`engram.search.query`; the cap keeps the tsvector under its 1 MB limit.
 SEARCHED_CHARS = 400_000
 
 Migration = Callable[[psycopg.Connection[tuple[object, ...]]], None]
@@ -229,7 +229,7 @@ def m005_search_columns(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     """Index neighbour context and date words with their own weights; list participants.
 
     ``messages`` gains ``search_context``, ``search_dates`` and ``search_flags``
-    (see :mod:`engram.search_index`, written at append), and ``search`` is
+    (see :mod:`engram.search.index`, written at append), and ``search`` is
     regenerated with four weights: content ``A``, context ``B``, date words
     ``C``, name ``D``. Rows stored before get their context from the same
     session and their date words in UTC.

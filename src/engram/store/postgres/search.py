@@ -3,7 +3,7 @@
 ``messages.search`` is a stored, generated tsvector with four weights: the
 content ``A``, the neighbour context ``B`` (the previous turns, written at
 append), the date words ``C`` and the speaker's name ``D`` (see
-:mod:`engram.search_index`), under a GIN index. A search ORs the plan's terms
+:mod:`engram.search.index`), under a GIN index. A search ORs the plan's terms
 (``plainto_tsquery`` each, so user text is never tsquery syntax) and phrases
 (``phraseto_tsquery``), and ranks with ``ts_rank_cd`` and the plan's column
 weights (the neighbour context apart, with ``ts_rank``) times its rank factors
@@ -17,7 +17,7 @@ the message holding the rarest query word); both put messages that hold more
 of the query words, in the content rather than the context, first.
 
 Only the messages that rare words, phrases and rare pairs of common words find
-are scored (:func:`engram.search_query.tiers`, without weightless words: every
+are scored (:func:`engram.search.query.tiers`, without weightless words: every
 word counts in ``ts_rank_cd``); the share of messages holding each word is
 read from the planner's statistics of ``messages.search`` (``pg_stats``, kept
 by ANALYZE and autovacuum; no statistics yet: every word is rare). When they
@@ -34,8 +34,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from engram.models import NewMessage, SearchHit
-from engram.search_index import FLAG_OWN_RESULT, FLAG_QUESTION, LOOKBACK, Recent, entries
-from engram.search_query import (
+from engram.search.index import FLAG_OWN_RESULT, FLAG_QUESTION, LOOKBACK, Recent, entries
+from engram.search.query import (
     DATE_BOOST,
     NAME_WEIGHT,
     SPEAKER_BOOST,
@@ -44,10 +44,10 @@ from engram.search_query import (
     parse,
     tiers,
 )
+from engram.search.stems import WHOLE_CHARS, Stemmer, highlight
 from engram.store.common import clamp, utc
 from engram.store.postgres.connection import Conn, PostgresConnections
 from engram.store.postgres.rows import MESSAGE_COLUMNS, MESSAGE_WIDTH, message
-from engram.store.snippets import WHOLE_CHARS, Stemmer, highlight
 
 #: Text-search configuration made by migration 001 (English stems, no stop words).
 TS_CONFIG = "engram_english"

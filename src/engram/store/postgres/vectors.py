@@ -2,7 +2,7 @@
 
 ``message_vectors(message_id, scope, session, embedding vector(384))`` holds
 one normalised vector per embedded message (written in the background by
-:mod:`engram.vectors`), under an HNSW index on cosine distance. A search
+:mod:`engram.search.vectors`), under an HNSW index on cosine distance. A search
 filters on the scope (and session) while walking the index, so it runs with
 ``hnsw.iterative_scan = relaxed_order``: without it the index returns its
 ``ef_search`` nearest rows of the whole table and the filter leaves too few of
@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from engram.errors import ConfigError
-from engram.search_index import FLAG_OWN_RESULT
+from engram.search.index import FLAG_OWN_RESULT
 from engram.store.postgres.connection import Conn, PostgresConnections
 
 

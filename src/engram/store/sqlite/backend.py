@@ -38,7 +38,7 @@ from zoneinfo import ZoneInfo
 
 from engram.errors import ConfigError, InvalidMessage, StoreError
 from engram.models import JSON, Message, NewMessage, SessionInfo, StateRecord, stored_message
-from engram.search_index import index_zone
+from engram.search.index import index_zone
 from engram.store.common import clamp as _clamp
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc

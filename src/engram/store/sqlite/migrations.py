@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from engram.errors import MigrationError
-from engram.search_index import CONTEXT_CHARS, CONTEXT_TURNS, FLAG_QUESTION, date_words
+from engram.search.index import CONTEXT_CHARS, CONTEXT_TURNS, FLAG_QUESTION, date_words
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -207,7 +207,7 @@ def m004_search_columns(conn: sqlite3.Connection) -> None:
 
     ``messages`` gains ``search_context`` (the previous two turns of the session),
     ``search_dates`` (the day as words) and ``search_flags`` (see
-    :mod:`engram.search_index`), all written at append; ``participants``
+    :mod:`engram.search.index`), all written at append; ``participants``
     lists each session's speakers (names and metadata ``speaker``). ``messages_fts`` is
     rebuilt over ``(content, name, search_context, search_dates)``. Rows stored
     before this migration get their context from the same session's rows and

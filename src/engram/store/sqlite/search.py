@@ -4,8 +4,8 @@ The index is ``messages_fts`` (FTS5, Porter stemming, external content on
 ``messages``) over four columns: the message's ``content``, the speaker's
 ``name``, ``search_context`` (the previous turns of the session) and
 ``search_dates`` (the day as words), all written at append (see
-:mod:`engram.search_index`). A search is one OR query over the plan's terms
-and phrases (:mod:`engram.search_query`), ranked by BM25 with per-column
+:mod:`engram.search.index`). A search is one OR query over the plan's terms
+and phrases (:mod:`engram.search.query`), ranked by BM25 with per-column
 weights, times rank factors: a participant the query names, a date range it
 names, and a message that only asks. Results of Engram's own retrieval tools
 and the ids the plan excludes are never returned.
@@ -27,8 +27,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from engram.models import NewMessage, SearchHit
-from engram.search_index import FLAG_OWN_RESULT, FLAG_QUESTION, LOOKBACK, Recent, entries
-from engram.search_query import (
+from engram.search.index import FLAG_OWN_RESULT, FLAG_QUESTION, LOOKBACK, Recent, entries
+from engram.search.query import (
     DATE_BOOST,
     NAME_WEIGHT,
     SPEAKER_BOOST,
@@ -38,7 +38,7 @@ from engram.search_query import (
     parse,
     tiers,
 )
-from engram.store.snippets import WHOLE_CHARS
+from engram.search.stems import WHOLE_CHARS
 from engram.store.sqlite.connection import SQLiteConnections
 from engram.store.sqlite.connection import clamp as _clamp
 from engram.store.sqlite.rows import MSG_COLUMNS, MSG_WIDTH, message
@@ -73,7 +73,7 @@ def index_values(
 ) -> list[tuple[str, str, int]]:
     """``(search_context, search_dates, search_flags)`` of each message of ``batch``.
 
-    Reads the session's newest :data:`~engram.search_index.LOOKBACK` rows once.
+    Reads the session's newest :data:`~engram.search.index.LOOKBACK` rows once.
     """
     rows = conn.execute(_RECENT, (pk, LOOKBACK)).fetchall()
     previous = [Recent(r, c, json.loads(t) if t else None) for r, c, t in reversed(rows)]
@@ -162,7 +162,7 @@ class SQLiteSearch(SQLiteConnections):
 
         Words are matched on their stems (Porter) in the content, the speaker's
         name, the neighbour context and the date words, ranked by weighted BM25
-        times the plan's rank factors (see :mod:`engram.search_query`). Snippets
+        times the plan's rank factors (see :mod:`engram.search.query`). Snippets
         mark matches with ``[`` and ``]``. A query with no searchable word
         returns no hit.
         """
@@ -285,7 +285,7 @@ def _passes(
     """``(match scored, match finding the candidates)`` of each pass, cheapest first.
 
     The first pass scores the candidates that rare words, phrases and pairs of
-    common words find (see :func:`~engram.search_query.tiers`); when it finds
+    common words find (see :func:`~engram.search.query.tiers`); when it finds
     fewer hits than asked for, the next one lets each common word find
     messages too, and the last one every word, as a search with no tiers does;
     their hits come after those of the earlier passes.

@@ -1,6 +1,6 @@
 """How many indexed messages hold each search word, for the SQLite backend (cached).
 
-:func:`engram.search_query.tiers` sorts a query's words by these counts: a word
+:func:`engram.search.query.tiers` sorts a query's words by these counts: a word
 in many messages brings many candidates that all have to be scored, and BM25
 gives a word in at least half of the messages no weight at all. A count is what
 FTS5's ``bm25()`` counts for its inverse document frequency: the rows matching
@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Collection, Iterable
 
-from engram.search_query import SearchQuery, fts5_query
+from engram.search.query import SearchQuery, fts5_query
 
 #: Share of the index's rows that may be added or removed before the counts are re-read.
 DRIFT = 0.05
@@ -53,7 +53,7 @@ class TermCounts:
 
         Args:
             conn: A connection to the store's database.
-            words: Terms of a :class:`~engram.search_query.SearchQuery`.
+            words: Terms of a :class:`~engram.search.query.SearchQuery`.
             columns: The columns the search matches in (None: every column).
         """
         rows = indexed_rows(conn)

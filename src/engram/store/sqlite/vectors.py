@@ -2,7 +2,7 @@
 
 ``message_vectors(message_id, session_id, vector)`` holds one normalised
 float32 vector per embedded message (written in the background, off the write
-path, by :mod:`engram.vectors`). A nearest-neighbour search reads each
+path, by :mod:`engram.search.vectors`). A nearest-neighbour search reads each
 searched session's vectors once into a matrix kept in this process, extends it
 with the rows added since (vectors are append-only, like messages), and ranks
 by dot product (cosine similarity): a session of 100K messages is one
@@ -15,7 +15,7 @@ import threading
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from engram.search_index import FLAG_OWN_RESULT
+from engram.search.index import FLAG_OWN_RESULT
 from engram.store.sqlite.connection import SQLiteConnections
 
 

@@ -1,0 +1,1 @@
+"""What comes in: each field of a message checked; content parts and blocks made messages."""

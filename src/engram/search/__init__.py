@@ -1,0 +1,1 @@
+"""Search, pure: query plans, indexed text, stems, BM25, dates, vectors (stores import it)."""
