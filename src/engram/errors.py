@@ -27,6 +27,15 @@ Callers catch ``EngramError`` for anything Engram decided; everything else is a 
 
 from __future__ import annotations
 
+#: The name Engram is published under on the package index (``import engram`` and the
+#: ``engram`` command keep theirs): ``engram`` there is an unrelated project.
+DISTRIBUTION = "engram-conversation-memory"
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs ``extra``: ``pip install 'engram-conversation-memory[mcp]'``."""
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
+
 
 class EngramError(Exception):
     """Base class of every error Engram raises on purpose."""
@@ -38,6 +47,19 @@ class ConfigError(EngramError, ValueError):
 
 class MissingDependency(EngramError, ImportError):
     """An optional extra is needed; the message names the one to install."""
+
+    @classmethod
+    def extra(cls, what: str, extra: str, cause: ImportError | None = None) -> MissingDependency:
+        """``what`` needs ``extra``: the message says how to install it and what was missing.
+
+        Args:
+            what: What cannot work, as the user knows it ("engram serve").
+            extra: The extra that brings what is missing ("server").
+            cause: The failed import, quoted at the end (it names the missing module).
+
+        """
+        because = f" ({cause})" if cause is not None else ""
+        return cls(f"{what} needs the '{extra}' extra: {install_hint(extra)}{because}")
 
 
 class InvalidMessage(EngramError, ValueError):

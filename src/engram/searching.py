@@ -25,7 +25,7 @@ from datetime import datetime
 from functools import partial
 from zoneinfo import ZoneInfo
 
-from engram.errors import ConfigError, DateParseError
+from engram.errors import ConfigError, DateParseError, install_hint
 from engram.models import Message, SearchHit
 from engram.runtime import Runtime
 from engram.search.query import SearchQuery, parse, with_dates, with_speakers
@@ -180,7 +180,7 @@ def run(runtime: Runtime, request: Request, mode: str = "keyword") -> list[Searc
     if embedder is None or not keeps_vectors(store):
         raise ConfigError(
             f"{mode} search needs vectors: open Engram with embeddings=True "
-            "(pip install 'engram[embeddings]') on a backend that keeps them (SQLite, PostgreSQL)"
+            f"({install_hint('embeddings')}) on a backend that keeps them (SQLite, PostgreSQL)"
         )
 
     def keep(message: Message) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from engram import __version__
 from engram.cli._common import CliState
 from engram.cli.demo import demo_command
 from engram.cli.exporting import export_command
@@ -55,7 +56,7 @@ class EngramGroup(click.Group):
     help="Store URL (sqlite:///path.db, postgresql://..., jsondir:///dir). "
     "Default: $ENGRAM_URL, else sqlite:///./engram.db.",
 )
-@click.version_option(package_name="engram", prog_name="engram")
+@click.version_option(version=__version__, prog_name="engram")
 @click.pass_context
 def main(ctx: click.Context, db: str | None) -> None:
     """Engram: conversation memory for LLM applications."""

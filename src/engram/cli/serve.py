@@ -67,9 +67,7 @@ def serve_command(
 
         from engram.server import ServerSettings, create_app
     except ImportError as exc:
-        raise MissingDependency(
-            f"engram serve needs the 'server' extra: pip install 'engram[server]' ({exc})"
-        ) from exc
+        raise MissingDependency.extra("engram serve", "server", exc) from exc
     import engram
     from engram.cli.demo import DEMO_SCOPE, store_sample
     from engram.proxy import ProxySettings

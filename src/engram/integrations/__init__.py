@@ -1,9 +1,9 @@
 """Engram inside the frameworks apps already use; each adapter needs its extra.
 
-* :mod:`engram.integrations.openai_agents` (``pip install 'engram[agents]'``):
+* :mod:`engram.integrations.openai_agents` (``pip install 'engram-conversation-memory[agents]'``):
   ``EngramSession``, a session of the OpenAI Agents SDK, and Engram's
   retrieval tools as SDK function tools.
-* :mod:`engram.integrations.langchain` (``pip install 'engram[langchain]'``):
+* :mod:`engram.integrations.langchain` (``pip install 'engram-conversation-memory[langchain]'``):
   ``EngramChatMessageHistory``, a LangChain chat message history, and the
   retrieval tools as LangChain tools.
 

@@ -40,9 +40,7 @@ try:
     )
     from langchain_core.tools import BaseTool, StructuredTool
 except ImportError as exc:  # pragma: no cover - depends on the extra
-    raise MissingDependency(
-        "engram.integrations.langchain needs langchain-core: pip install 'engram[langchain]'"
-    ) from exc
+    raise MissingDependency.extra("engram.integrations.langchain", "langchain", exc) from exc
 
 __all__ = ["EngramChatMessageHistory", "engram_tools"]
 

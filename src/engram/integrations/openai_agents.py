@@ -1,4 +1,6 @@
-"""The OpenAI Agents SDK, with Engram keeping the conversation (``pip install 'engram[agents]'``).
+"""The OpenAI Agents SDK, with Engram keeping the conversation.
+
+Needs the ``agents`` extra: ``pip install 'engram-conversation-memory[agents]'``.
 
 ::
 
@@ -43,10 +45,7 @@ try:
     from agents import FunctionTool, RunContextWrapper
     from agents.memory import SessionSettings
 except ImportError as exc:  # pragma: no cover - depends on the extra
-    raise MissingDependency(
-        "engram.integrations.openai_agents needs the OpenAI Agents SDK: "
-        "pip install 'engram[agents]'"
-    ) from exc
+    raise MissingDependency.extra("engram.integrations.openai_agents", "agents", exc) from exc
 
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem

@@ -6,7 +6,7 @@
 
 Over HTTP the same server is mounted at ``/mcp`` in ``engram serve``, behind
 the API keys (see :mod:`engram.mcp.http`). Needs the ``mcp`` extra
-(``pip install 'engram[mcp]'``); importing this package without it raises
+(``pip install 'engram-conversation-memory[mcp]'``); importing this package without it raises
 :class:`~engram.errors.MissingDependency`.
 """
 
@@ -17,9 +17,7 @@ from engram.errors import MissingDependency
 try:
     import mcp  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise MissingDependency(
-        "the MCP server needs the mcp package: pip install 'engram[mcp]'"
-    ) from exc
+    raise MissingDependency.extra("the MCP server", "mcp", exc) from exc
 
 from engram.mcp.server import Binding, build_server, serve_stdio
 

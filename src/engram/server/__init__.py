@@ -1,6 +1,6 @@
 """Engram as a service: the REST API (FastAPI), its API keys, metrics and limits.
 
-Needs the ``server`` extra (``pip install 'engram[server]'``). Build the app
+Needs the ``server`` extra (``pip install 'engram-conversation-memory[server]'``). Build the app
 with :func:`create_app` and serve it with any ASGI server, or run
 ``engram serve``. The layout (see ``docs/architecture.md``): ``app.py`` composes
 the routers, ``deps.py`` declares what routes receive (the ``Engram``, the
@@ -16,9 +16,7 @@ try:
     import fastapi  # noqa: F401
     import prometheus_client  # noqa: F401
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingDependency(
-        f"the Engram server needs the 'server' extra: pip install 'engram[server]' ({exc})"
-    ) from exc
+    raise MissingDependency.extra("the Engram server", "server", exc) from exc
 
 from engram.server.app import create_app
 from engram.server.settings import ServerSettings

@@ -29,9 +29,7 @@ try:
     from psycopg.types.json import Json, Jsonb
     from psycopg_pool import ConnectionPool, PoolTimeout
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingDependency(
-        "the PostgreSQL backend needs the 'postgres' extra: pip install 'engram[postgres]'"
-    ) from exc
+    raise MissingDependency.extra("the PostgreSQL backend", "postgres", exc) from exc
 
 #: Default pool bounds; override with ``open_store(url, min_size=..., max_size=...)``.
 DEFAULT_MIN_SIZE = 1
