@@ -6,7 +6,8 @@ Layout of every app::
     / /p/... /login /static       engram.dashboard (pages, outside the API document)
     /v1/scopes/...                routes/<resource>.py: each module's ``router = v1_router(tag)``
                                   carries the router-level enforce_rights dependency
-    /openapi.json /docs           FastAPI
+    /openapi.json                 FastAPI
+    /docs /docs/static            api_docs.py (Swagger UI from vendored files)
 
 Other interfaces plug in here: a router of ``/v1`` routes is made with
 :func:`engram.server.deps.v1_router` and added with :func:`include_v1`, which
@@ -23,6 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engram import dashboard
 from engram.engine import Engram
+from engram.server.api_docs import install_docs
 from engram.server.auth import KeyCheck
 from engram.server.body_limit import BodyLimit
 from engram.server.deps import ERROR_RESPONSES, RIGHTS_KEY, enforce_rights, rights_of
@@ -32,6 +34,7 @@ from engram.server.metrics import ServerMetrics
 from engram.server.routes import RESOURCES, health, proxy
 from engram.server.settings import ServerSettings
 
+OPENAPI_PATH = "/openapi.json"
 DESCRIPTION = """Conversation memory for LLM applications, as a service.
 
 Every `/v1` route needs `Authorization: Bearer KEY` once the store holds an API key
@@ -77,9 +80,9 @@ def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAP
         title=settings.title,
         version="1",
         description=DESCRIPTION,
-        docs_url="/docs",
+        docs_url=None,  # api_docs serves it offline
         redoc_url=None,
-        openapi_url="/openapi.json",
+        openapi_url=OPENAPI_PATH,
     )
     app.state.engram = engram
     app.state.settings = settings
@@ -87,6 +90,7 @@ def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAP
     metrics = ServerMetrics(engram)
     app.state.metrics = metrics
     install_error_handlers(app)
+    install_docs(app, OPENAPI_PATH)
     app.include_router(health.router, responses={503: ERROR_RESPONSES[503]})
     dashboard.install(app)  # the pages at / (outside the API document), behind the same keys
     for router in RESOURCES:
