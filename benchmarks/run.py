@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import engram
 from benchmarks import report
 from benchmarks.dataset import (
     APPEND_SESSION,
@@ -112,7 +113,8 @@ def machine_info() -> dict[str, Any]:
                     break
     except OSError:
         pass
-    for dist in ("engram", "tiktoken", "openai-agents", "psycopg"):
+    info["engram_version"] = engram.__version__  # the tree measured, installed or not
+    for dist in ("tiktoken", "openai-agents", "psycopg"):
         try:
             from importlib.metadata import version
 
