@@ -26,7 +26,7 @@ import pytest
 
 import engram
 from engram.cli.demo import DEMO_SCOPE
-from engram.errors import DISTRIBUTION
+from engram.errors import DISTRIBUTION, install_hint
 
 pytestmark = pytest.mark.slow
 
@@ -121,8 +121,19 @@ def get(url: str, data: object = None) -> tuple[int, bytes]:
         return exc.code, exc.read()
 
 
+@dataclass(frozen=True)
+class Served:
+    """The installed ``engram serve``: its address and what it printed."""
+
+    url: str
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
-def served(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def served(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """``engram serve --sample`` from the installed package, in an empty directory."""
     work = tmp_path_factory.mktemp("serve")
     port = free_port()
@@ -138,7 +149,8 @@ def served(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> It
         "--sample",
     ]
     log = (work / "serve.log").open("w")
-    process = subprocess.Popen(command, cwd=work, env=clean_env(work), stdout=log, stderr=log)
+    env = clean_env(work) | {"PYTHONUNBUFFERED": "1"}  # the banner reaches the log at once
+    process = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_SECONDS
@@ -151,7 +163,7 @@ def served(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> It
                 pass
             assert time.monotonic() < deadline, (work / "serve.log").read_text()
             time.sleep(0.25)
-        yield url
+        yield Served(url, work / "serve.log")
     finally:
         process.terminate()
         try:
@@ -162,8 +174,8 @@ def served(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> It
         log.close()
 
 
-def test_the_dashboard_shows_the_sample_from_the_installed_package(served: str) -> None:
-    status, page = get(f"{served}/")
+def test_the_dashboard_shows_the_sample_from_the_installed_package(served: Served) -> None:
+    status, page = get(f"{served.url}/")
     assert status == 200
     assert DEMO_SCOPE in page.decode()  # a template rendered over the packaged sample
 
@@ -178,16 +190,24 @@ def test_the_dashboard_shows_the_sample_from_the_installed_package(served: str) 
         ("/openapi.json", b'"openapi"'),
     ],
 )
-def test_static_files_and_documents_are_served(served: str, path: str, marker: bytes) -> None:
-    status, body = get(f"{served}{path}")
+def test_static_files_and_documents_are_served(served: Served, path: str, marker: bytes) -> None:
+    status, body = get(f"{served.url}{path}")
     assert status == 200 and marker in body
 
 
-def test_token_counts_match_this_tree(served: str, tmp_path: Path) -> None:
+def test_the_banner_offers_mcp_only_with_its_extra(served: Served) -> None:
+    banner = served.output()
+    assert f"{served.url}/docs" in banner
+    assert f"{served.url}/mcp" not in banner  # only the server extra: /mcp is not served
+    assert f"MCP        not served: it needs the 'mcp' extra ({install_hint('mcp')})" in banner
+    assert get(f"{served.url}/mcp")[0] == 404
+
+
+def test_token_counts_match_this_tree(served: Served, tmp_path: Path) -> None:
     with engram.open(f"sqlite:///{tmp_path / 'ref.db'}", llm=None) as mem:
         expected = mem.session("counted", scope="wheel").add("user", TEXT).tokens
     status, body = get(
-        f"{served}/v1/scopes/wheel/sessions/counted/messages", {"role": "user", "content": TEXT}
+        f"{served.url}/v1/scopes/wheel/sessions/counted/messages", {"role": "user", "content": TEXT}
     )
     assert status == 201, body
     assert json.loads(body)["tokens"] == expected

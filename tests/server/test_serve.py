@@ -36,6 +36,7 @@ def test_a_real_server_end_to_end(tmp_path: Path) -> None:
             assert gone.json() == {"success": True}
             assert "engram_http_requests_total" in http.get("/metrics").text
     assert "2 API key(s)" in server.output
+    assert f"MCP        {server.base_url}/mcp" in server.output  # the mcp extra is installed
     assert server.process.returncode == 0  # a clean shutdown on SIGTERM
 
 

@@ -13,7 +13,7 @@ import click
 
 from engram.cli._common import store_url
 from engram.engine import Engram
-from engram.errors import ConfigError, MissingDependency
+from engram.errors import ConfigError, MissingDependency, install_hint
 
 #: Default address and port.
 DEFAULT_HOST = "127.0.0.1"
@@ -66,6 +66,7 @@ def serve_command(
         import uvicorn
 
         from engram.server import ServerSettings, create_app
+        from engram.server.mcp_mount import MCP_PATH
     except ImportError as exc:
         raise MissingDependency.extra("engram serve", "server", exc) from exc
     import engram
@@ -88,7 +89,10 @@ def serve_command(
         _announce(mem.url, host, port, keys)
         if proxy is not None:
             click.echo(f"  proxy      {_base(host, port)}/v1/chat/completions -> {proxy.base_url}")
-        click.echo(f"  MCP        {_base(host, port)}/mcp")
+        if any(getattr(route, "path", None) == MCP_PATH for route in app.routes):
+            click.echo(f"  MCP        {_base(host, port)}{MCP_PATH}")
+        else:
+            click.echo(f"  MCP        not served: it needs the 'mcp' extra ({install_hint('mcp')})")
         # uvicorn stops gracefully on SIGINT/SIGTERM, then raises the signal again with the
         # handlers found at start: quiet ones let this command close Engram and exit 0.
         for stop in (signal.SIGINT, signal.SIGTERM):
