@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.transfer.test_importers import chatgpt_export
 
 import engram
 from engram.cli import main
 from engram.cli.demo import DEMO_BUDGET, store_sample
 from engram.tokens import count_messages, counter_for_model
 from images import image_part, png_url
-from tests.transfer.test_importers import chatgpt_export
 
 from .harness import Cli
 

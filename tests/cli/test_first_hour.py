@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.transfer.test_importers import chatgpt_export
 
 import engram
-from tests.transfer.test_importers import chatgpt_export
 
 from .harness import Cli
 from .test_cli import PHOENIX
