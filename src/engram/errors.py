@@ -6,6 +6,7 @@ The tree::
     ├── ConfigError (ValueError)           bad setting, URL or argument
     ├── MissingDependency (ImportError)    an optional extra is not installed
     ├── InvalidMessage (ValueError)        a message Engram refuses to store
+    ├── IdempotencyConflict (ValueError)   an idempotency key reused for other messages
     ├── InvalidQuery (ValueError)          a search, date or tool argument it cannot use
     │   └── DateParseError                 a date phrase it cannot read
     ├── ImportFormatError (ValueError)     a malformed import file (names file and line)
@@ -23,6 +24,8 @@ The tree::
         └── LLMBadResponse                 garbage, invalid JSON, wrong shape
 
 Callers catch ``EngramError`` for anything Engram decided; everything else is a bug.
+An error about one argument or field names it in ``field`` (``"role"``,
+``"messages[1].content"``, ``"session"``), which the server reports as is.
 """
 
 from __future__ import annotations
@@ -38,7 +41,18 @@ def install_hint(extra: str) -> str:
 
 
 class EngramError(Exception):
-    """Base class of every error Engram raises on purpose."""
+    """Base class of every error Engram raises on purpose.
+
+    ``field`` names the argument or request field at fault, when there is one.
+    """
+
+    field: str | None = None
+
+    def __init__(self, *args: object, field: str | None = None) -> None:
+        """The error with its message; ``field`` names the argument at fault, if any."""
+        super().__init__(*args)
+        if field is not None:
+            self.field = field
 
 
 class ConfigError(EngramError, ValueError):
@@ -64,6 +78,20 @@ class MissingDependency(EngramError, ImportError):
 
 class InvalidMessage(EngramError, ValueError):
     """A message is refused before anything is written."""
+
+
+class IdempotencyConflict(EngramError, ValueError):
+    """An idempotency key already stored other messages: a retry must resend the same ones.
+
+    Nothing is written. ``key`` is the key; ``field`` the HTTP header that carries it.
+    """
+
+    field: str | None = "Idempotency-Key"
+
+    def __init__(self, message: str, *, key: str) -> None:
+        """The error for ``key``, reused with messages other than its first ones."""
+        super().__init__(message)
+        self.key = key
 
 
 class InvalidQuery(EngramError, ValueError):
@@ -92,6 +120,8 @@ class NotFound(EngramError, LookupError):
 
 class SessionNotFound(NotFound):
     """No such session in this scope."""
+
+    field: str | None = "session"
 
 
 class MessageNotFound(NotFound):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from engram.server.boundary import offload
+from engram.compaction.cycle import CompactionResult
+from engram.server.boundary import on_session
 from engram.server.convert import compact_out
 from engram.server.deps import EngramDep, ScopePath, SessionPath, v1_router
 from engram.server.schemas import (
@@ -15,6 +16,7 @@ from engram.server.schemas import (
     EndOut,
     JSONObject,
 )
+from engram.session import Session
 
 router = v1_router("compaction")
 
@@ -27,9 +29,11 @@ async def compact(
     body: CompactIn,
 ) -> CompactOut:
     """Compact now; returns once the new state is committed (or nothing was due)."""
-    handle = engram.session(session, scope)
-    result = await offload(handle.compact, system=body.system, policy=body.policy)
-    return compact_out(result)
+
+    def compact_now(handle: Session) -> CompactionResult:
+        return handle.compact(system=body.system, policy=body.policy)
+
+    return compact_out(await on_session(engram, scope, session, compact_now))
 
 
 @router.get("/scopes/{scope}/sessions/{session}/compaction", response_model=CompactionStateOut)
@@ -37,7 +41,7 @@ async def compaction_state(
     engram: EngramDep, scope: ScopePath, session: SessionPath
 ) -> CompactionStateOut:
     """The summary, its version, the important data and the watermark."""
-    state = await offload(engram.session(session, scope).compaction_state)
+    state = await on_session(engram, scope, session, lambda handle: handle.compaction_state())
     data = state.to_dict()
     data.pop("format", None)
     return CompactionStateOut(**data)
@@ -46,7 +50,7 @@ async def compaction_state(
 @router.get("/scopes/{scope}/sessions/{session}/agent-state", response_model=JSONObject)
 async def agent_state(engram: EngramDep, scope: ScopePath, session: SessionPath) -> JSONObject:
     """Facts, active tasks, tool stats, token usage, environment and preferences."""
-    state = await offload(engram.session(session, scope).agent_state)
+    state = await on_session(engram, scope, session, lambda handle: handle.agent_state())
     return state.to_dict()
 
 
@@ -55,8 +59,7 @@ async def end_session(
     request: Request, engram: EngramDep, scope: ScopePath, session: SessionPath, body: EndIn
 ) -> EndOut:
     """End the conversation; its long-term memory is written in the background."""
-    await offload(engram.require_session, session, scope)
-    await offload(engram.session(session, scope).end, body.reason)
+    await on_session(engram, scope, session, lambda handle: handle.end(body.reason))
     memories = request.url_for("list_memories", scope=scope)
     audit = request.url_for("memory_audit", scope=scope)
     return EndOut(ended=True, memories_url=memories.path, audit_url=audit.path)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from engram.server.boundary import offload
+from engram.server.boundary import on_session
 from engram.server.convert import context_out
 from engram.server.deps import READ, EngramDep, MetricsDep, ScopePath, SessionPath, v1_router
 from engram.server.schemas import ContextIn, ContextOut
+from engram.session import Session
 
 router = v1_router("context")
 
@@ -24,11 +25,10 @@ async def build_context(
 
     A compaction that is due runs as the session's policy says (a read-only
     key may ask: compaction only folds what is stored). ``compact: false``
-    never writes.
+    never writes. A session nothing created yet (no append, no ``PUT``) is 404.
     """
 
-    def build() -> tuple[ContextOut, int]:
-        handle = engram.session(session, scope)
+    def build(handle: Session) -> tuple[ContextOut, int]:
         context = handle.context(
             body.budget,
             reserve=body.reserve,
@@ -40,7 +40,7 @@ async def build_context(
         info = handle.info()
         return context_out(context, body.model), info.token_count if info else 0
 
-    out, stored = await offload(build)
+    out, stored = await on_session(engram, scope, session, build)
     metrics.prompt_tokens_sent.inc(out.tokens)
     metrics.prompt_tokens_history.inc(stored)
     return out

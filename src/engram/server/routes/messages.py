@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Header, Path, Query
 
-from engram.server.boundary import offload
+from engram.server.boundary import offload, on_session
 from engram.server.convert import message_out, messages_out
 from engram.server.deps import EngramDep, MetricsDep, ScopePath, SessionPath, v1_router
 from engram.server.schemas import AppendIn, AppendOut, MessageBatchIn, MessageOut, MessagePage
@@ -65,7 +65,9 @@ async def list_messages(
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 100,
 ) -> MessagePage:
     """The whole history, oldest first, a page at a time (``next_after`` continues it)."""
-    page = await offload(engram.session(session, scope).messages, after_id=after, limit=limit)
+    page = await on_session(
+        engram, scope, session, lambda handle: handle.messages(after_id=after, limit=limit)
+    )
     return MessagePage(
         messages=messages_out(page), next_after=page[-1].id if len(page) == limit else None
     )

@@ -10,7 +10,7 @@ from fastapi import Path, Query
 
 from engram import tools
 from engram.limits import MAX_EXTENDED_CONTEXT
-from engram.server.boundary import offload
+from engram.server.boundary import offload, on_session
 from engram.server.convert import hit_out, messages_out
 from engram.server.deps import READ, EngramDep, ScopePath, SessionPath, v1_router
 from engram.server.schemas import (
@@ -22,6 +22,7 @@ from engram.server.schemas import (
     ToolResultOut,
 )
 from engram.server.settings import MAX_PAGE_SIZE
+from engram.session import Session
 
 router = v1_router("retrieval")
 
@@ -60,8 +61,12 @@ async def search_session(
     end: Until = None,
 ) -> SearchOut:
     """Ranked full-text search of one session."""
-    handle = engram.session(session, scope)
-    hits = await offload(handle.search, q, limit=limit, roles=role, start=start, end=end)
+    hits = await on_session(
+        engram,
+        scope,
+        session,
+        lambda handle: handle.search(q, limit=limit, roles=role, start=start, end=end),
+    )
     return SearchOut(hits=[hit_out(h) for h in hits])
 
 
@@ -86,14 +91,13 @@ async def by_date(
     all_sessions: bool = False,
 ) -> DateRangeOut:
     """Messages of a day or range, oldest first, read in ``tz`` (default: the server's)."""
-    handle = engram.session(session, scope)
 
-    def read() -> DateRangeOut:
+    def read(handle: Session) -> DateRangeOut:
         start, end = handle.date_range(when, tz=tz)
         found = handle.by_date(when, limit=limit, roles=role, all_sessions=all_sessions, tz=tz)
         return DateRangeOut(start=start, end=end, messages=messages_out(found))
 
-    return await offload(read)
+    return await on_session(engram, scope, session, read)
 
 
 @router.get("/scopes/{scope}/sessions/{session}/extended", response_model=MessageList)
@@ -105,14 +109,16 @@ async def extended(
     before_id: Annotated[int | None, Query(ge=1, le=2**63 - 1)] = None,
 ) -> MessageList:
     """More than the default window: up to 50 messages before ``before_id``, oldest first."""
-    found = await offload(engram.session(session, scope).extended, count, before_id=before_id)
+    found = await on_session(
+        engram, scope, session, lambda handle: handle.extended(count, before_id=before_id)
+    )
     return MessageList(messages=messages_out(found))
 
 
 @router.get("/scopes/{scope}/sessions/{session}/stats", response_model=StatsOut)
 async def stats(engram: EngramDep, scope: ScopePath, session: SessionPath) -> StatsOut:
     """Counts, first and last dates, stored tokens, policy and title of the session."""
-    return StatsOut(**await offload(engram.session(session, scope).stats))
+    return StatsOut(**await on_session(engram, scope, session, lambda handle: handle.stats()))
 
 
 @router.post(
@@ -133,6 +139,7 @@ async def call_tool(
     decoded (``result``); bad arguments or an unknown tool give
     ``{"error": {...}}`` in it, as a model would see them.
     """
-    handle = engram.session(session, scope)
-    text = await offload(tools.dispatch, handle, name, body.arguments)
+    text = await on_session(
+        engram, scope, session, lambda handle: tools.dispatch(handle, name, body.arguments)
+    )
     return ToolResultOut(name=name, text=text, result=json.loads(text))
