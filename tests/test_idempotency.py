@@ -1,4 +1,7 @@
-"""A batch sent twice with one idempotency key is stored once, on every backend."""
+"""A batch sent twice with one idempotency key is stored once, on every backend.
+
+A key reused with other messages is refused, and user metadata cannot pose as a key.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import pytest
 
 from engram import idempotency
 from engram.engine import Engram
-from engram.errors import InvalidMessage
+from engram.errors import IdempotencyConflict, InvalidMessage
 from engram.session import Session
 
 QUESTION = [{"role": "user", "content": "When is the launch?"}]
@@ -26,7 +29,69 @@ def test_a_retry_stores_nothing_and_gets_the_first_messages_back(mem: Engram) ->
     )
     assert [m.id for m in again] == [m.id for m in first] and len(first) == 2
     assert [m.content for m in chat.messages()] == ["When is the launch?", "April 8."]
-    assert all(m.metadata[idempotency.IDEMPOTENCY_KEY] == "turn-1" for m in first)
+    assert all(idempotency.key_of(m) == "turn-1" for m in first)
+
+
+def test_a_key_reused_with_other_messages_is_refused_naming_it(mem: Engram) -> None:
+    chat = mem.session("s", "proj")
+    first = chat.add_many(QUESTION, idempotency_key="turn-1")
+    other = [{"role": "user", "content": "And the budget?"}]
+    with pytest.raises(IdempotencyConflict, match="'turn-1'") as refused:
+        chat.add_many(other, idempotency_key="turn-1")
+    assert refused.value.key == "turn-1"
+    assert [m.id for m in chat.messages()] == [m.id for m in first]  # nothing dropped silently
+    for changed in (  # any change of a stored field is another batch
+        [{"role": "system", "content": "When is the launch?"}],
+        [{"role": "user", "content": "When is the launch?", "name": "maya"}],
+        [{"role": "user", "content": "When is the launch?", "metadata": {"lang": "en"}}],
+        [*QUESTION, *QUESTION],
+    ):
+        with pytest.raises(IdempotencyConflict):
+            chat.add_many(changed, idempotency_key="turn-1")
+    assert len(chat.messages()) == 1
+
+
+def test_a_retry_stamped_again_is_still_the_same_request(mem: Engram) -> None:
+    chat = mem.session("s", "proj")
+    first = chat.add_many(
+        [{**QUESTION[0], "created_at": "2025-03-06T10:00:00Z"}], idempotency_key="turn-1"
+    )
+    again = chat.add_many(
+        [{**QUESTION[0], "created_at": "2025-03-06T10:00:05Z"}], idempotency_key="turn-1"
+    )
+    assert [m.id for m in again] == [m.id for m in first]
+    assert len(chat.messages()) == 1
+
+
+def test_user_metadata_cannot_pose_as_a_key(mem: Engram) -> None:
+    chat = mem.session("s", "proj")
+    chat.add_many([{**QUESTION[0], "metadata": {"idempotency_key": "turn-1"}}])
+    stored = chat.add_many([{"role": "user", "content": "Other"}], idempotency_key="turn-1")
+    assert [m.content for m in stored] == ["Other"]
+    assert [m.content for m in chat.messages()] == ["When is the launch?", "Other"]
+    assert chat.messages()[0].metadata == {"idempotency_key": "turn-1"}  # kept as the user's
+
+
+def test_the_reserved_metadata_key_is_refused(mem: Engram) -> None:
+    chat = mem.session("s", "proj")
+    forged = {idempotency.RECORD: {"key": "turn-1", "fingerprint": "0" * 64}}
+    with pytest.raises(InvalidMessage, match=idempotency.RECORD) as refused:
+        chat.add_many([{**QUESTION[0], "metadata": forged}])
+    assert refused.value.field == f"messages[0].metadata.{idempotency.RECORD}"
+    with pytest.raises(InvalidMessage, match="reserved"):
+        chat.add("user", "hi", metadata=forged)
+    assert chat.info() is None
+
+
+def test_an_edit_of_a_keyed_message_keeps_the_users_metadata_only(mem: Engram) -> None:
+    chat = mem.session("s", "proj")
+    [first] = chat.add_many(
+        [{**QUESTION[0], "metadata": {"lang": "en"}}], idempotency_key="turn-1"
+    )
+    edited = chat.edit(first.id, "When is the beta?")
+    assert edited.metadata == {"lang": "en", "edited_from": first.id}
+    assert idempotency.key_of(edited) is None
+    assert idempotency.key_of(first) == "turn-1" and first.metadata["lang"] == "en"
 
 
 def test_other_keys_and_no_key_store_again(mem: Engram) -> None:

@@ -283,9 +283,17 @@ def get_policy(spec: str | Policy | Mapping[str, Any] | None = None) -> Policy:
     messages); a dict with a name that is not a preset is a custom policy.
 
     Raises:
-        ConfigError: unknown preset name, or invalid fields.
+        ConfigError: unknown preset name, or invalid fields (its ``field`` is ``policy``).
 
     """
+    try:
+        return _resolve(spec)
+    except ConfigError as exc:
+        exc.field = exc.field or "policy"  # the argument (and request field) at fault
+        raise
+
+
+def _resolve(spec: str | Policy | Mapping[str, Any] | None) -> Policy:
     if spec is None:
         return PRESETS["default"]
     if isinstance(spec, Policy):

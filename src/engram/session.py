@@ -109,17 +109,18 @@ class Session:
 
         With ``idempotency_key`` (a retried request's own key), a batch already
         stored under that key among the newest messages is not stored again:
-        the messages stored the first time are returned.
+        the messages stored the first time are returned. The same key with
+        other messages raises :class:`~engram.errors.IdempotencyConflict`
+        (see :mod:`engram.idempotency`).
         """
         batch = self.check_many(messages)
         if not batch:
             return []
         if idempotency_key is None:
             return self._write(batch)
-        key = idempotency.check_key(idempotency_key)
-        with idempotency.lock(self._store, self.scope, self.id):
-            earlier = idempotency.stored(self._store, self.scope, self.id, key)
-            return earlier or self._write(idempotency.marked(batch, key))
+        return idempotency.store_once(
+            self._store, self.scope, self.id, idempotency_key, batch, self._write
+        )
 
     def check_many(self, messages: Iterable[Mapping[str, Any]]) -> list[NewMessage]:
         """Validate messages exactly as :meth:`add_many` would, writing nothing.
@@ -360,7 +361,7 @@ class Session:
             old.role,
             content,
             name=old.name,
-            metadata={**old.metadata, "edited_from": old.id},
+            metadata={**idempotency.without_record(old.metadata), "edited_from": old.id},
         )
         later = [old.id]
         while page := self._store.page(self.scope, self.id, after_id=later[-1], limit=MAX_PAGE):

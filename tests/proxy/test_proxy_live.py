@@ -19,7 +19,7 @@ from tests.proxy.live import serving
 
 import engram
 from engram.engine import Engram
-from engram.idempotency import IDEMPOTENCY_KEY
+from engram.idempotency import key_of
 from engram.proxy import ProxySettings
 from engram.proxy.history import CUT_KEY
 from engram.server import ServerSettings, create_app
@@ -362,7 +362,7 @@ class TestErrors:
             )
         history = mem.session("chat-1", "proj").messages()
         assert [(m.role, m.content) for m in history] == [("user", "hi"), ("assistant", "ok: hi")]
-        assert history[0].metadata[IDEMPOTENCY_KEY] == "turn-1"
+        assert key_of(history[0]) == "turn-1"
 
     def test_sdk_retries_with_one_idempotency_key_store_once(
         self, base_url: str, mem: Engram, upstream: FakeLLMServer

@@ -8,6 +8,7 @@ from fastapi.testclient import TestClient
 from tests.images import image_part, png_url
 
 from engram.engine import Engram
+from engram.idempotency import RECORD
 from engram.tokens import count_message, storage_counter
 
 MESSAGES = "/v1/scopes/phoenix/sessions/chat-1/messages"
@@ -94,6 +95,35 @@ class TestMessages:
             MESSAGES, json={"role": "user", "content": "x"}, headers={"Idempotency-Key": " "}
         )
         assert blank.status_code == 422 and "idempotency_key" in blank.json()["error"]["message"]
+
+    def test_a_key_reused_with_another_body_is_422_naming_it(self, api: TestClient) -> None:
+        key = {"Idempotency-Key": "append-1"}
+        first = api.post(MESSAGES, json={"role": "user", "content": "hello"}, headers=key)
+        other = api.post(MESSAGES, json={"role": "user", "content": "bye"}, headers=key)
+        assert first.status_code == 201
+        assert other.status_code == 422
+        assert other.json()["error"] == {
+            "type": "idempotency_conflict",
+            "message": "idempotency key 'append-1' already stored other messages in session "
+            "'chat-1': a retry must send the same messages, new messages need a new key",
+            "field": "Idempotency-Key",
+        }
+        assert [m["content"] for m in api.get(MESSAGES).json()["messages"]] == ["hello"]
+
+    def test_user_metadata_cannot_pose_as_an_idempotency_key(self, api: TestClient) -> None:
+        mine = {"role": "user", "content": "first", "metadata": {"idempotency_key": "K"}}
+        assert api.post(MESSAGES, json=mine).status_code == 201
+        later = api.post(
+            MESSAGES, json={"role": "user", "content": "second"}, headers={"Idempotency-Key": "K"}
+        )
+        assert later.status_code == 201
+        assert [m["content"] for m in later.json()["messages"]] == ["second"]
+        forged = {"role": "user", "content": "x", "metadata": {RECORD: {"key": "K2"}}}
+        refused = api.post(MESSAGES, json=forged)
+        assert refused.status_code == 422
+        assert refused.json()["error"]["field"] == f"metadata.{RECORD}"
+        contents = [m["content"] for m in api.get(MESSAGES).json()["messages"]]
+        assert contents == ["first", "second"]
 
     def test_history_pages_with_a_cursor(self, api: TestClient) -> None:
         ids = _seed(api)

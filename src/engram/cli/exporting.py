@@ -25,6 +25,7 @@ import click
 
 from engram.cli._common import db_option, open_engram, scope_option
 from engram.engine import Engram
+from engram.idempotency import without_record
 from engram.models import JSON, Message
 
 #: Messages read per round trip while exporting (memory stays flat on big sessions).
@@ -103,8 +104,9 @@ def message_line(message: Message) -> JSON:
     out: JSON = {"session": message.session}
     out.update(message.to_openai())
     out["created_at"] = message.created_at.isoformat()
-    if message.metadata:
-        out["metadata"] = message.metadata
+    metadata = without_record(message.metadata)  # a key belongs to this store's requests
+    if metadata:
+        out["metadata"] = metadata
     return out
 
 

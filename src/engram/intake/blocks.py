@@ -69,7 +69,9 @@ def split_anthropic(fields: Mapping[str, Any]) -> list[dict[str, Any]]:
         return _user(fields, blocks)
     kinds = sorted({str(_block_type(b)) for b in blocks if _block_type(b) in _TOOL_BLOCKS})
     if kinds:
-        raise InvalidMessage(f"content: {role!r} messages cannot hold {', '.join(kinds)} blocks")
+        raise InvalidMessage(
+            f"content: {role!r} messages cannot hold {', '.join(kinds)} blocks", field="content"
+        )
     return [{**fields, "content": blocks}]
 
 
@@ -78,9 +80,14 @@ def _assistant(fields: Mapping[str, Any], blocks: list[Any]) -> dict[str, Any]:
     rest = [b for b in blocks if _block_type(b) != "tool_use"]
     for index, block in enumerate(blocks):
         if _block_type(block) == "tool_result":
-            raise InvalidMessage(f"content[{index}]: a tool_result block belongs in a user message")
+            raise InvalidMessage(
+                f"content[{index}]: a tool_result block belongs in a user message",
+                field=f"content[{index}]",
+            )
     if calls and fields.get("tool_calls"):
-        raise InvalidMessage("tool_calls: given both as a field and as tool_use blocks")
+        raise InvalidMessage(
+            "tool_calls: given both as a field and as tool_use blocks", field="tool_calls"
+        )
     out = dict(fields)
     if calls:
         out["tool_calls"] = calls
@@ -96,7 +103,8 @@ def _user(fields: Mapping[str, Any], blocks: list[Any]) -> list[dict[str, Any]]:
         kind = _block_type(block)
         if kind == "tool_use":
             raise InvalidMessage(
-                f"content[{index}]: a tool_use block belongs in an assistant message"
+                f"content[{index}]: a tool_use block belongs in an assistant message",
+                field=f"content[{index}]",
             )
         if kind != "tool_result":
             rest.append(block)
@@ -119,11 +127,16 @@ def _tool_call(index: int, block: Mapping[str, Any]) -> JSON:
     if arguments is None:
         arguments = {}
     if not isinstance(arguments, Mapping):
-        raise InvalidMessage(f"content[{index}].input must be an object (tool_use block)")
+        raise InvalidMessage(
+            f"content[{index}].input must be an object (tool_use block)",
+            field=f"content[{index}].input",
+        )
     try:
         text = json.dumps(arguments, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
-        raise InvalidMessage(f"content[{index}].input is not JSON: {exc}") from None
+        raise InvalidMessage(
+            f"content[{index}].input is not JSON: {exc}", field=f"content[{index}].input"
+        ) from None
     return {
         "id": block.get("id"),
         "type": "function",
@@ -138,17 +151,23 @@ def _result_text(where: str, content: object) -> str:
     if isinstance(content, str):
         return content
     if not isinstance(content, Sequence) or isinstance(content, bytes):
-        raise InvalidMessage(f"{where}.content must be text or a list of text blocks")
+        raise InvalidMessage(
+            f"{where}.content must be text or a list of text blocks", field=f"{where}.content"
+        )
     texts: list[str] = []
     for index, block in enumerate(content):
         kind = _block_type(block)
         if kind != "text":
             raise InvalidMessage(
                 f"{where}.content[{index}] is a {kind!r} block; a tool result is stored as "
-                "text (OpenAI tool messages carry no images)"
+                "text (OpenAI tool messages carry no images)",
+                field=f"{where}.content[{index}]",
             )
         text = block.get("text")
         if not isinstance(text, str):
-            raise InvalidMessage(f"{where}.content[{index}].text must be a string")
+            raise InvalidMessage(
+                f"{where}.content[{index}].text must be a string",
+                field=f"{where}.content[{index}].text",
+            )
         texts.append(text)
     return "\n".join(texts)

@@ -45,8 +45,26 @@ MAX_ID_CHARS = 256
 MAX_MESSAGE_ID = 2**63 - 1
 #: OpenAI's rule for the ``name`` field of a message (matched whole).
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+#: Metadata key Engram keeps for the idempotency record of a message (:mod:`engram.idempotency`):
+#: a caller's metadata may not hold it, so user data never poses as a key.
+IDEMPOTENCY_RECORD = "_engram_idempotency"
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
+#: A field path: ``content``, ``content[1].image_url.url``, ``metadata.tags[0]``.
+_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[\w-]+|\[\d+\])*")
+
+
+def _path(label: str) -> str | None:
+    """The field an error label names, or None (the label is the error's first words).
+
+    The last word: ``user message content[1].text`` names ``content[1].text``;
+    ``scope id`` names ``scope``, ``message id`` names ``message_id``.
+    """
+    words = label.split()
+    if len(words) > 1 and words[-1] == "id":
+        words = [words[-2] if words[-2] in ("scope", "session") else f"{words[-2]}_id"]
+    last = words[-1] if words else ""
+    return last if _PATH.fullmatch(last) else None
 
 
 def _utf8_size(field: str, text: str, error: type[EngramError]) -> int:
@@ -56,7 +74,8 @@ def _utf8_size(field: str, text: str, error: type[EngramError]) -> int:
         return len(text.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise error(
-            f"{field} is not valid unicode (lone surrogate at position {exc.start})"
+            f"{field} is not valid unicode (lone surrogate at position {exc.start})",
+            field=_path(field),
         ) from None
 
 
@@ -77,23 +96,27 @@ def text_field(
         try:
             value = value.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise error(f"{field} is not valid UTF-8 (byte {exc.start})") from None
+            raise error(
+                f"{field} is not valid UTF-8 (byte {exc.start})", field=_path(field)
+            ) from None
     if not isinstance(value, str):
-        raise error(f"{field} must be a string, got {type(value).__name__}")
+        raise error(f"{field} must be a string, got {type(value).__name__}", field=_path(field))
     if "\x00" in value:
-        raise error(f"{field} contains a NUL character")
+        raise error(f"{field} contains a NUL character", field=_path(field))
     size = _utf8_size(field, value, error)
     if size > max_bytes:
-        raise error(f"{field} is {size} bytes; the limit is {max_bytes}")
+        raise error(f"{field} is {size} bytes; the limit is {max_bytes}", field=_path(field))
     return value
 
 
 def id_field(field: str, value: object, *, error: type[EngramError] = InvalidMessage) -> str:
     """A scope, session, tool-call id or tool name: non-blank text of at most 256 characters."""
     if not isinstance(value, str) or not value.strip():
-        raise error(f"{field} must be a non-empty string, got {_show(value)}")
+        raise error(f"{field} must be a non-empty string, got {_show(value)}", field=_path(field))
     if len(value) > MAX_ID_CHARS:
-        raise error(f"{field} is {len(value)} characters; the limit is {MAX_ID_CHARS}")
+        raise error(
+            f"{field} is {len(value)} characters; the limit is {MAX_ID_CHARS}", field=_path(field)
+        )
     return text_field(field, value, max_bytes=4 * MAX_ID_CHARS, error=error)
 
 
@@ -115,7 +138,9 @@ def json_value(
     text = json.dumps(copy, ensure_ascii=False, separators=(",", ":"))
     size = _utf8_size(field, text, error)
     if size > max_bytes:
-        raise error(f"{field} is {size} bytes as JSON; the limit is {max_bytes}")
+        raise error(
+            f"{field} is {size} bytes as JSON; the limit is {max_bytes}", field=_path(field)
+        )
     return copy
 
 
@@ -124,22 +149,24 @@ def _plain(where: str, value: object, depth: int, limit: int, error: type[Engram
         return value
     if isinstance(value, int):
         if abs(value) >= 10**300:  # beyond every backend's number type
-            raise error(f"{where} holds an integer too large to store")
+            raise error(f"{where} holds an integer too large to store", field=_path(where))
         return int(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise error(f"{where} holds a non-finite number ({value!r})")
+            raise error(f"{where} holds a non-finite number ({value!r})", field=_path(where))
         return float(value)
     if isinstance(value, str):
         return text_field(where, value, max_bytes=MAX_CONTENT_BYTES, error=error)
     if depth >= limit:
-        raise error(f"{where} is nested deeper than {limit} levels")
+        raise error(f"{where} is nested deeper than {limit} levels", field=_path(where))
     if isinstance(value, Mapping):
         out: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise error(f"{where} has a key that is not a string ({_show(key)})")
-            text_field(f"{where} key", key, max_bytes=MAX_CONTENT_BYTES, error=error)
+                raise error(
+                    f"{where} has a key that is not a string ({_show(key)})", field=_path(where)
+                )
+            text_field(f"a key of {where}", key, max_bytes=MAX_CONTENT_BYTES, error=error)
             out[key] = _plain(f"{where}.{key[:40]}", item, depth + 1, limit, error)
         return out
     if isinstance(value, list | tuple):
@@ -147,7 +174,7 @@ def _plain(where: str, value: object, depth: int, limit: int, error: type[Engram
             _plain(f"{where}[{index}]", item, depth + 1, limit, error)
             for index, item in enumerate(value)
         ]
-    raise error(f"{where} holds a {type(value).__name__}, which is not JSON")
+    raise error(f"{where} holds a {type(value).__name__}, which is not JSON", field=_path(where))
 
 
 # --------------------------------------------------------------------------- content parts
@@ -185,7 +212,9 @@ def content_parts(field: str, parts: Sequence[Any]) -> tuple[str, list[JSON] | N
 
     """
     if len(parts) > MAX_CONTENT_PARTS:
-        raise InvalidMessage(f"{field}: {len(parts)} parts; the limit is {MAX_CONTENT_PARTS}")
+        raise InvalidMessage(
+            f"{field}: {len(parts)} parts; the limit is {MAX_CONTENT_PARTS}", field=_path(field)
+        )
     texts: list[str] = []
     shaped: list[JSON] = []
     images = 0
@@ -194,7 +223,9 @@ def content_parts(field: str, parts: Sequence[Any]) -> tuple[str, list[JSON] | N
         if isinstance(part, str):
             text = text_field(where, part, max_bytes=MAX_CONTENT_BYTES)
         elif not isinstance(part, Mapping) or not isinstance(part.get("type"), str):
-            raise InvalidMessage(f"{where} must be a content part object with a type")
+            raise InvalidMessage(
+                f"{where} must be a content part object with a type", field=_path(where)
+            )
         elif part["type"] in IMAGE_PARTS:
             shaped.append(_image_part(where, part))
             images += 1
@@ -211,7 +242,8 @@ def content_parts(field: str, parts: Sequence[Any]) -> tuple[str, list[JSON] | N
     )
     if size > MAX_PARTS_BYTES:
         raise InvalidMessage(
-            f"{field} holds {size} bytes of text and image URLs; the limit is {MAX_PARTS_BYTES}"
+            f"{field} holds {size} bytes of text and image URLs; the limit is {MAX_PARTS_BYTES}",
+            field=_path(field),
         )
     return "\n".join(texts), shaped
 
@@ -223,7 +255,10 @@ def _text_part(where: str, part: Mapping[str, Any]) -> str:
     if kind == "refusal":
         return text_field(f"{where}.refusal", part.get("refusal"), max_bytes=MAX_CONTENT_BYTES)
     known = ", ".join(sorted(TEXT_PARTS | {"refusal", "image_url", "input_image", "image"}))
-    raise InvalidMessage(f"{where}.type: {_show(kind)} parts are not stored; Engram keeps {known}")
+    raise InvalidMessage(
+        f"{where}.type: {_show(kind)} parts are not stored; Engram keeps {known}",
+        field=_path(f"{where}.type"),
+    )
 
 
 def _image_part(where: str, part: Mapping[str, Any]) -> JSON:
@@ -238,14 +273,17 @@ def _image_part(where: str, part: Mapping[str, Any]) -> JSON:
         if isinstance(image, str):  # a bare URL string, as some clients send
             image = {"url": image}
         if not isinstance(image, Mapping):
-            raise InvalidMessage(f"{where}.image_url must be an object with a url")
+            raise InvalidMessage(
+                f"{where}.image_url must be an object with a url", field=_path(f"{where}.image_url")
+            )
         url, detail = image_url(f"{where}.image_url.url", image.get("url")), image.get("detail")
         where = f"{where}.image_url"
     body: JSON = {"url": url}
     if detail is not None:
         if not isinstance(detail, str) or detail not in IMAGE_DETAILS:
             raise InvalidMessage(
-                f"{where}.detail: {_show(detail)}; expected one of {sorted(IMAGE_DETAILS)}"
+                f"{where}.detail: {_show(detail)}; expected one of {sorted(IMAGE_DETAILS)}",
+                field=_path(f"{where}.detail"),
             )
         body["detail"] = detail
     return {"type": "image_url", "image_url": body}
@@ -253,15 +291,20 @@ def _image_part(where: str, part: Mapping[str, Any]) -> JSON:
 
 def _anthropic_source(where: str, source: object) -> str:
     if not isinstance(source, Mapping):
-        raise InvalidMessage(f"{where} must be an object (an Anthropic image block)")
+        raise InvalidMessage(
+            f"{where} must be an object (an Anthropic image block)", field=_path(where)
+        )
     if source.get("type") == "url":
         return image_url(f"{where}.url", source.get("url"))
     if source.get("type") != "base64":
-        raise InvalidMessage(f"{where}.type: {_show(source.get('type'))}; expected base64 or url")
+        raise InvalidMessage(
+            f"{where}.type: {_show(source.get('type'))}; expected base64 or url",
+            field=_path(f"{where}.type"),
+        )
     media = source.get("media_type")
     data = source.get("data")
     if not isinstance(media, str) or not isinstance(data, str):
-        raise InvalidMessage(f"{where} needs media_type and data strings")
+        raise InvalidMessage(f"{where} needs media_type and data strings", field=_path(where))
     return image_url(f"{where}.data", f"data:{media};base64,{data}")
 
 
@@ -273,34 +316,43 @@ def image_url(field: str, value: object) -> str:
     in ``IMAGE_MEDIA_TYPES``, with a payload that is valid base64.
     """
     if not isinstance(value, str) or not value:
-        raise InvalidMessage(f"{field} must be a URL string, got {_show(value)}")
+        raise InvalidMessage(
+            f"{field} must be a URL string, got {_show(value)}", field=_path(field)
+        )
     lowered = value[:8].lower()
     if lowered.startswith(("http://", "https://")):
         if len(value) > MAX_IMAGE_URL_CHARS:
             raise InvalidMessage(
-                f"{field} is {len(value)} characters; the limit is {MAX_IMAGE_URL_CHARS}"
+                f"{field} is {len(value)} characters; the limit is {MAX_IMAGE_URL_CHARS}",
+                field=_path(field),
             )
         if any(ch.isspace() or ord(ch) < 32 for ch in value):
-            raise InvalidMessage(f"{field} holds a blank or control character")
+            raise InvalidMessage(f"{field} holds a blank or control character", field=_path(field))
         return value
     if not lowered.startswith("data:"):
-        raise InvalidMessage(f"{field} must be an http(s) URL or a base64 data: URL")
+        raise InvalidMessage(
+            f"{field} must be an http(s) URL or a base64 data: URL", field=_path(field)
+        )
     if len(value) > MAX_IMAGE_DATA_URL_BYTES:
         raise InvalidMessage(
-            f"{field} is {len(value)} bytes; the limit is {MAX_IMAGE_DATA_URL_BYTES}"
+            f"{field} is {len(value)} bytes; the limit is {MAX_IMAGE_DATA_URL_BYTES}",
+            field=_path(field),
         )
     parsed = parse_data_url(value)
     if parsed is None:
-        raise InvalidMessage(f"{field} is not a base64 data URL (data:image/png;base64,...)")
+        raise InvalidMessage(
+            f"{field} is not a base64 data URL (data:image/png;base64,...)", field=_path(field)
+        )
     if parsed.media_type not in IMAGE_MEDIA_TYPES:
         raise InvalidMessage(
             f"{field}: media type {_show(parsed.media_type)}; expected one of "
-            f"{sorted(IMAGE_MEDIA_TYPES)}"
+            f"{sorted(IMAGE_MEDIA_TYPES)}",
+            field=_path(field),
         )
     try:
         parsed.decode()
     except ValueError as exc:
-        raise InvalidMessage(f"{field}: the data is {exc}") from None
+        raise InvalidMessage(f"{field}: the data is {exc}", field=_path(field)) from None
     return value
 
 
@@ -309,9 +361,11 @@ def message_id(field: str, value: object, *, error: type[EngramError] = InvalidQ
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise error(f"{field} must be an integer, got {_show(value)}")
+        raise error(f"{field} must be an integer, got {_show(value)}", field=_path(field))
     if not 1 <= value <= MAX_MESSAGE_ID:
-        raise error(f"{field} must be between 1 and {MAX_MESSAGE_ID}, got {value}")
+        raise error(
+            f"{field} must be between 1 and {MAX_MESSAGE_ID}, got {value}", field=_path(field)
+        )
     return value
 
 
@@ -327,25 +381,31 @@ def timestamp(
     if isinstance(value, datetime):
         stamp = value
     elif isinstance(value, bool):
-        raise error(f"{field} must be a datetime, ISO-8601 string or unix time")
+        raise error(f"{field} must be a datetime, ISO-8601 string or unix time", field=_path(field))
     elif isinstance(value, int | float):
         try:
             stamp = datetime.fromtimestamp(float(value), tz=UTC)
         except (OverflowError, OSError, ValueError):
-            raise error(f"{field} {value!r} is not a usable unix time") from None
+            raise error(
+                f"{field} {value!r} is not a usable unix time", field=_path(field)
+            ) from None
     elif isinstance(value, str):
         try:
             stamp = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise error(f"{field} {value[:40]!r} is not an ISO-8601 date-time") from None
+            raise error(
+                f"{field} {value[:40]!r} is not an ISO-8601 date-time", field=_path(field)
+            ) from None
     else:
-        raise error(f"{field} must be a datetime, ISO-8601 string or unix time")
+        raise error(f"{field} must be a datetime, ISO-8601 string or unix time", field=_path(field))
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=UTC)
     try:
         return stamp.astimezone(UTC)
     except (OverflowError, ValueError):
-        raise error(f"{field} {value!s} is outside the years 1-9999 in UTC") from None
+        raise error(
+            f"{field} {value!s} is outside the years 1-9999 in UTC", field=_path(field)
+        ) from None
 
 
 def optional_timestamp(field: str, value: object) -> datetime | None:

@@ -23,6 +23,7 @@ from typing import Any
 from engram.errors import InvalidMessage
 from engram.intake.blocks import has_tool_blocks, split_anthropic
 from engram.intake.checks import (
+    IDEMPOTENCY_RECORD,
     MAX_ARGUMENTS_BYTES,
     MAX_CONTENT_BYTES,
     MAX_ID_CHARS,
@@ -96,10 +97,12 @@ def _tool_call(index: int, call: object) -> tuple[JSON, int]:
     where = f"tool_calls[{index}]"
     call = plain(call)
     if not isinstance(call, Mapping):
-        raise InvalidMessage(f"{where} must be an object")
+        raise InvalidMessage(f"{where} must be an object", field=where)
     function = plain(call.get("function"))
     if not isinstance(function, Mapping):
-        raise InvalidMessage(f"{where}.function must be an object with a name")
+        raise InvalidMessage(
+            f"{where}.function must be an object with a name", field=f"{where}.function"
+        )
     kind = call.get("type", "function")
     arguments = _arguments(f"{where}.function.arguments", function.get("arguments"))
     built = {
@@ -117,13 +120,14 @@ def _tool_calls(value: object) -> list[JSON] | None:
     if value is None:
         return None
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise InvalidMessage("tool_calls must be a list of tool calls")
+        raise InvalidMessage("tool_calls must be a list of tool calls", field="tool_calls")
     items = list(value)
     if not items:
         return None
     if len(items) > MAX_TOOL_CALLS:
         raise InvalidMessage(
-            f"tool_calls: {len(items)} in one message; the limit is {MAX_TOOL_CALLS}"
+            f"tool_calls: {len(items)} in one message; the limit is {MAX_TOOL_CALLS}",
+            field="tool_calls",
         )
     calls: list[JSON] = []
     total = 0
@@ -132,7 +136,8 @@ def _tool_calls(value: object) -> list[JSON] | None:
         total += size
         if total > MAX_ARGUMENTS_BYTES:
             raise InvalidMessage(
-                f"tool_calls: arguments total more than {MAX_ARGUMENTS_BYTES} bytes"
+                f"tool_calls: arguments total more than {MAX_ARGUMENTS_BYTES} bytes",
+                field="tool_calls",
             )
         calls.append(built)
     return calls
@@ -148,11 +153,12 @@ def _content(role: str, value: object, has_calls: bool) -> tuple[str, list[JSON]
         value, parts = content_parts(field, [plain(part) for part in value])
         if parts is not None and role != "user":
             raise InvalidMessage(
-                f"{field}: images go in user messages (OpenAI's rule), not {role!r}"
+                f"{field}: images go in user messages (OpenAI's rule), not {role!r}",
+                field="content",
             )
     text = text_field(field, value, max_bytes=MAX_CONTENT_BYTES)
     if (not text or text.isspace()) and not has_calls and parts is None:
-        raise InvalidMessage(f"{field} is empty")  # blank; isspace() stops at a letter
+        raise InvalidMessage(f"{field} is empty", field="content")  # isspace() stops at a letter
     return text, parts
 
 
@@ -162,7 +168,7 @@ def _name(value: object) -> str | None:
     if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
         shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
         raise InvalidMessage(
-            f"name {shown} must be 1-64 letters, digits, '_' or '-' (OpenAI's rule)"
+            f"name {shown} must be 1-64 letters, digits, '_' or '-' (OpenAI's rule)", field="name"
         )
     return value
 
@@ -171,7 +177,13 @@ def _metadata(value: object) -> JSON:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise InvalidMessage("metadata must be an object")
+        raise InvalidMessage("metadata must be an object", field="metadata")
+    if IDEMPOTENCY_RECORD in value:
+        raise InvalidMessage(
+            f"metadata.{IDEMPOTENCY_RECORD} is reserved for Engram's idempotency records; "
+            "send a key as idempotency_key (the Idempotency-Key header over HTTP)",
+            field=f"metadata.{IDEMPOTENCY_RECORD}",
+        )
     copy: JSON = json_value("metadata", value, max_bytes=MAX_METADATA_BYTES)
     return copy
 
@@ -194,15 +206,21 @@ def build_message(
 
     """
     if not isinstance(role, str) or role not in ROLES:
-        raise InvalidMessage(f"role: unknown role {role!r:.40}; expected one of {sorted(ROLES)}")
+        raise InvalidMessage(
+            f"role: unknown role {role!r:.40}; expected one of {sorted(ROLES)}", field="role"
+        )
     calls = _tool_calls(tool_calls)
     if calls is not None and role != "assistant":
-        raise InvalidMessage(f"tool_calls: only assistant messages carry them, not {role!r}")
+        raise InvalidMessage(
+            f"tool_calls: only assistant messages carry them, not {role!r}", field="tool_calls"
+        )
     text, parts = _content(role, content, calls is not None)
     if role == "tool":
         call_id: str | None = id_field("tool_call_id", tool_call_id)
     elif tool_call_id is not None:
-        raise InvalidMessage(f"tool_call_id: only tool messages carry one, not {role!r}")
+        raise InvalidMessage(
+            f"tool_call_id: only tool messages carry one, not {role!r}", field="tool_call_id"
+        )
     else:
         call_id = None
     stamp = timestamp(created_at) if created_at is not None else (now or datetime.now(UTC))
@@ -235,11 +253,17 @@ def message_fields(item: object, index: int, *, ignore_unknown: bool = False) ->
     """
     item = plain(item)
     if not isinstance(item, Mapping):
-        raise InvalidMessage(f"message #{index}: expected an object, got {type(item).__name__}")
+        raise InvalidMessage(
+            f"message #{index}: expected an object, got {type(item).__name__}",
+            field=f"messages[{index}]",
+        )
     known = SDK_FIELDS | ANTHROPIC_FIELDS if item.get("type") == "message" else SDK_FIELDS
     unknown = [key for key in item if key not in _MESSAGE_KEYS and key not in known | {"parts"}]
     if unknown and not ignore_unknown:
-        raise InvalidMessage(f"message #{index}: unknown field(s) {sorted(map(str, unknown))}")
+        raise InvalidMessage(
+            f"message #{index}: unknown field(s) {sorted(map(str, unknown))}",
+            field=f"messages[{index}].{unknown[0]!s}",
+        )
     fields = {key: item.get(key) for key in _MESSAGE_KEYS}
     if item.get("parts") is not None:
         fields["content"] = item["parts"]
@@ -247,7 +271,9 @@ def message_fields(item: object, index: int, *, ignore_unknown: bool = False) ->
     if extras:
         metadata = fields["metadata"]
         if metadata is not None and not isinstance(metadata, Mapping):
-            raise InvalidMessage(f"message #{index}: metadata must be an object")
+            raise InvalidMessage(
+                f"message #{index}: metadata must be an object", field=f"messages[{index}].metadata"
+            )
         fields["metadata"] = {**(metadata or {}), "sdk": extras}
     return fields
 
@@ -264,8 +290,14 @@ def build_messages(items: Iterable[Any], *, now: datetime | None = None) -> list
             for one in expand_blocks(fields):
                 out.append(build_message(one.pop("role"), one.pop("content"), now=now, **one))
         except InvalidMessage as exc:
-            raise InvalidMessage(f"message #{index}: {exc}") from None
+            field = _item_field(index, exc)
+            raise InvalidMessage(f"message #{index}: {exc}", field=field) from None
     return out
+
+
+def _item_field(index: int, exc: InvalidMessage) -> str:
+    """The field of a batch item's error: ``messages[i]``, then the item's own field."""
+    return f"messages[{index}]" + (f".{exc.field}" if exc.field else "")
 
 
 def expand_blocks(fields: dict[str, Any]) -> list[dict[str, Any]]:
@@ -289,5 +321,6 @@ def check_tool_answers(batch: list[NewMessage], known_call_ids: set[str]) -> Non
         elif message.role == "tool" and message.tool_call_id not in seen:
             raise InvalidMessage(
                 f"message #{index}: tool result for {message.tool_call_id!r} answers no earlier "
-                "assistant tool call in this session"
+                "assistant tool call in this session",
+                field=f"messages[{index}].tool_call_id",
             )

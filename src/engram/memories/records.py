@@ -57,13 +57,16 @@ def check_content(content: object) -> str:
 
     """
     if not isinstance(content, str):
-        raise InvalidQuery(f"memory content must be text, got {type(content).__name__}")
+        raise InvalidQuery(
+            f"memory content must be text, got {type(content).__name__}", field="content"
+        )
     text = " ".join(content.split())
     if not text:
-        raise InvalidQuery("memory content is empty")
+        raise InvalidQuery("memory content is empty", field="content")
     if len(text) > MAX_CONTENT_CHARS:
         raise InvalidQuery(
-            f"memory content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}"
+            f"memory content is {len(text)} characters; the limit is {MAX_CONTENT_CHARS}",
+            field="content",
         )
     # The same text rule as messages (no NUL, no lone surrogate) on every backend.
     return text_field("memory content", text, max_bytes=4 * MAX_CONTENT_CHARS, error=InvalidQuery)
@@ -80,14 +83,17 @@ def check_metadata(metadata: Mapping[str, Any] | None) -> JSON:
     if metadata is None:
         return {}
     if not isinstance(metadata, Mapping):
-        raise InvalidQuery(f"memory metadata must be an object, got {type(metadata).__name__}")
+        raise InvalidQuery(
+            f"memory metadata must be an object, got {type(metadata).__name__}", field="metadata"
+        )
     out: JSON = json_value(
         "memory metadata", metadata, max_bytes=MAX_CONTENT_BYTES, error=InvalidQuery
     )
     text = json.dumps(out)
     if len(text) > MAX_METADATA_CHARS:
         raise InvalidQuery(
-            f"memory metadata is {len(text)} characters of JSON; the limit is {MAX_METADATA_CHARS}"
+            f"memory metadata is {len(text)} characters of JSON; the limit is {MAX_METADATA_CHARS}",
+            field="metadata",
         )
     if "importance" in out:
         value = out["importance"]
@@ -98,13 +104,16 @@ def check_metadata(metadata: Mapping[str, Any] | None) -> JSON:
             or not low <= value <= high
         ):
             raise InvalidQuery(
-                f"memory importance must be a number from {low} to {high}, got {value!r}"
+                f"memory importance must be a number from {low} to {high}, got {value!r}",
+                field="metadata.importance",
             )
     for key in ("tags", "related_sessions"):
         if key in out and (
             not isinstance(out[key], list) or not all(isinstance(v, str) for v in out[key])
         ):
-            raise InvalidQuery(f"memory metadata {key!r} must be a list of text")
+            raise InvalidQuery(
+                f"memory metadata {key!r} must be a list of text", field=f"metadata.{key}"
+            )
     return out
 
 

@@ -130,22 +130,29 @@ def parse_when(
     if now.tzinfo is None or now.utcoffset() is None:
         raise ConfigError("parse_when needs a timezone-aware 'now'")
     if not isinstance(text, str):
-        raise DateParseError(f"date must be text, got {type(text).__name__}; {_forms()}")
+        raise DateParseError(
+            f"date must be text, got {type(text).__name__}; {_forms()}", field="when"
+        )
     phrase = " ".join(text.strip().lower().split()).rstrip(".")
     if not phrase:
-        raise DateParseError(f"empty date; {_forms()}")
+        raise DateParseError(f"empty date; {_forms()}", field="when")
     if len(phrase) > MAX_PHRASE_LENGTH:
         raise DateParseError(
-            f"date phrase longer than {MAX_PHRASE_LENGTH} characters: {text[:40]!r}...; {_forms()}"
+            f"date phrase longer than {MAX_PHRASE_LENGTH} characters: {text[:40]!r}...; {_forms()}",
+            field="when",
         )
     local_now = now.astimezone(zone)
     try:
         start, end = _parse_any(phrase, local_now, zone)
     except DateParseError as exc:
-        raise DateParseError(f"cannot read date {text!r}: {exc}; {_forms()}") from None
+        raise DateParseError(
+            f"cannot read date {text!r}: {exc}; {_forms()}", field="when"
+        ) from None
     except (ValueError, OverflowError):
         # Dates past year 9999 or before year 1 ("99999 days ago").
-        raise DateParseError(f"no such date, or out of range: {text!r}; {_forms()}") from None
+        raise DateParseError(
+            f"no such date, or out of range: {text!r}; {_forms()}", field="when"
+        ) from None
     return start.astimezone(UTC), end.astimezone(UTC)
 
 
@@ -159,7 +166,7 @@ def _zone(tz: str | ZoneInfo) -> ZoneInfo:
     try:
         return ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise ConfigError(f"unknown time zone {tz!r}") from None
+        raise ConfigError(f"unknown time zone {tz!r}", field="tz") from None
 
 
 def _parse_any(phrase: str, now: datetime, zone: ZoneInfo) -> tuple[datetime, datetime]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from engram.compaction.cycle import CompactionResult
 from engram.context import Context
+from engram.errors import InvalidMessage
 from engram.models import MemoryRecord, Message, SearchHit, SessionInfo
 from engram.scopes import ScopeSummary
 from engram.server.schemas import (
@@ -18,6 +19,18 @@ from engram.server.schemas import (
     SessionOut,
 )
 from engram.tokens import count_message, counter_for_model
+
+
+def one_message_error(exc: InvalidMessage) -> InvalidMessage:
+    """A refusal of the one-message append form, said of that message, not of a batch item.
+
+    The library checks it as the batch ``[message]``: ``message #0: role: ...``
+    with field ``messages[0].role`` becomes ``role: ...`` with field ``role``.
+    """
+    text = str(exc).removeprefix("message #0: ")
+    field = exc.field or ""
+    field = field.removeprefix("messages[0].") if field != "messages[0]" else ""
+    return InvalidMessage(text, field=field or None)
 
 
 def message_out(message: Message) -> MessageOut:

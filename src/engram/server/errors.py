@@ -2,7 +2,10 @@
 
 :data:`ERROR_STATUS` maps the :class:`~engram.errors.EngramError` tree to
 statuses (the most specific class wins); request validation, unknown routes
-and anything unexpected get the same body shape. No stack trace ever leaves
+and anything unexpected get the same body shape. The message says what is
+wrong in words (:func:`explain`: a body that is not JSON, or not sent as
+JSON, says so); ``field`` is the field at fault as a dotted path
+(``messages.1.role``) whenever one is named. No stack trace ever leaves
 the server: an unexpected exception is logged here and answered with a bare
 ``internal`` error.
 """
@@ -10,6 +13,8 @@ the server: an unexpected exception is logged here and answered with a bare
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -23,6 +28,7 @@ from engram.errors import (
     Contention,
     DateParseError,
     EngramError,
+    IdempotencyConflict,
     ImportFormatError,
     InvalidMessage,
     InvalidQuery,
@@ -64,6 +70,7 @@ ERROR_STATUS: tuple[tuple[type[EngramError], int, str], ...] = (
     (NotReady, 503, "not_ready"),
     (DateParseError, 422, "invalid_date"),
     (InvalidMessage, 422, "invalid_message"),
+    (IdempotencyConflict, 422, "idempotency_conflict"),
     (InvalidQuery, 422, "invalid_query"),
     (ImportFormatError, 422, "invalid_import"),
     (ConfigError, 422, "invalid_argument"),
@@ -104,38 +111,111 @@ async def _engram_error(request: Request, exc: Exception) -> JSONResponse:
         logger.error("%s %s failed: %s", request.method, request.url.path, exc)
     message = str(exc) if status < 500 or kind != "internal" else "internal error"
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    field = getattr(exc, "field", None)
+    field = exc.field if isinstance(exc.field, str) and status < 500 else None
     return JSONResponse(
-        error_body(kind, message, field if isinstance(field, str) else None),
+        error_body(kind, message, dotted(field) if field else None),
         status_code=status,
         headers=headers,
     )
 
 
+def dotted(field: str) -> str:
+    """A library field path (``messages[1].content[0]``) as a request's loc path, dotted."""
+    return _INDEX.sub(r".\1", field)
+
+
+_INDEX = re.compile(r"\[(\d+)\]")
+#: Where a request value comes from: the first part of a loc, not a field.
+_SOURCES = frozenset({"body", "query", "path", "header", "cookie"})
+#: Names pydantic gives the members of a union in a loc (``content.str``): not fields.
+_UNION_MEMBERS = frozenset(
+    {"str", "int", "float", "bool", "bytes", "none", "list", "dict", "datetime", "date"}
+)
+
+
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    errors = exc.errors()
+    message, field = explain(exc.errors(), exc.body)
+    return JSONResponse(error_body("invalid_request", message, field), status_code=422)
+
+
+def explain(errors: Sequence[Any], body: Any) -> tuple[str, str | None]:
+    """What is wrong with a request, in words, and the field at fault (its loc path, dotted).
+
+    ``errors`` are pydantic's (the first one is explained); ``body`` is the
+    body as FastAPI read it: bytes when it was not sent as JSON.
+    """
     first = errors[0] if errors else {}
-    location = [str(part) for part in first.get("loc", ())]
-    if location and location[0] in {"body", "query", "path", "header"}:
+    location = list(first.get("loc", ()))
+    if first.get("type") == "json_invalid":
+        text = body if isinstance(body, str) else ""
+        position = location[1] if len(location) > 1 and isinstance(location[1], int) else 0
+        return f"the body is not valid JSON: {_json_problem(first, text, position)}", None
+    field = _field(location)
+    if field is None and location[:1] == ["body"]:
+        return _body_problem(body), None
+    said = [str(e.get("msg", "")) for e in errors if _field(list(e.get("loc", ()))) == field]
+    what = said[0] if said else str(first.get("msg", "invalid request"))
+    for other in dict.fromkeys(said[1:]):  # the other members of a union, once each
+        what += " or " + other.removeprefix("Input should be ")
+    return (f"{field}: {what}" if field else what), field
+
+
+def _field(location: list[Any]) -> str | None:
+    """The dotted field of a loc: without its source, the append form and union members."""
+    if location and location[0] in _SOURCES:
         location = location[1:]
     if location and location[0] in APPEND_FORMS:  # which form of a union body: not a field
         location = location[1:]
-    field = ".".join(location) or None
-    message = str(first.get("msg", "invalid request"))
-    if field:
-        message = f"{field}: {message}"
-    return JSONResponse(error_body("invalid_request", message, field), status_code=422)
+    parts = [
+        str(part)
+        for part in location
+        if not (isinstance(part, str) and (part in _UNION_MEMBERS or "[" in part))
+    ]
+    return ".".join(parts) or None
+
+
+def _json_problem(error: Mapping[str, Any], text: str, position: int) -> str:
+    """The decoder's complaint with its line and column, as ``json`` says it."""
+    line = text.count("\n", 0, position) + 1
+    column = position - text.rfind("\n", 0, position)
+    problem = (error.get("ctx") or {}).get("error") or "cannot be read"
+    return f"{problem} at line {line} column {column}"
+
+
+def _body_problem(body: Any) -> str:
+    """Why a body that is no object of the route's shape was refused."""
+    if isinstance(body, bytes | bytearray):
+        return "send the body as JSON with Content-Type: application/json"
+    if body is None:
+        return (
+            "the request needs a JSON object as its body (sent with Content-Type: application/json)"
+        )
+    if isinstance(body, bool):
+        kind = "true" if body else "false"
+    else:
+        kind = "an array" if isinstance(body, list) else "a string" if isinstance(body, str) else ""
+    return f"the body must be a JSON object, not {kind or 'a number'}"
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     kinds = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}
+    message = _unreadable(exc.__cause__) or str(exc.detail)
     return JSONResponse(
-        error_body(kinds.get(exc.status_code, "http_error"), str(exc.detail)),
+        error_body(kinds.get(exc.status_code, "http_error"), message),
         status_code=exc.status_code,
         headers=getattr(exc, "headers", None),
     )
+
+
+def _unreadable(cause: BaseException | None) -> str | None:
+    """Why a body could not be read at all (FastAPI says only "error parsing the body")."""
+    if isinstance(cause, UnicodeDecodeError):
+        return f"the body is not valid JSON: it is not UTF-8 text (byte offset {cause.start})"
+    if isinstance(cause, RecursionError):
+        return "the body is not valid JSON: it is nested too deeply to read"
+    return None
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

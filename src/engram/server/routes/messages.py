@@ -6,8 +6,9 @@ from typing import Annotated
 
 from fastapi import Header, Path, Query
 
+from engram.errors import InvalidMessage
 from engram.server.boundary import offload, on_session
-from engram.server.convert import message_out, messages_out
+from engram.server.convert import message_out, messages_out, one_message_error
 from engram.server.deps import EngramDep, MetricsDep, ScopePath, SessionPath, v1_router
 from engram.server.schemas import AppendIn, AppendOut, MessageBatchIn, MessageOut, MessagePage
 from engram.server.settings import MAX_PAGE_SIZE
@@ -32,7 +33,7 @@ async def append_messages(
             alias="Idempotency-Key",
             max_length=256,
             description="A retry with the same key stores nothing again and answers the "
-            "messages the first attempt stored.",
+            "messages the first attempt stored; the same key with other messages is 422.",
         ),
     ] = None,
 ) -> AppendOut:
@@ -43,9 +44,13 @@ async def append_messages(
         batch, policy = [body.to_library()], None
 
     def append() -> AppendOut:
-        stored = engram.session(session, scope, policy=policy).add_many(
-            batch, idempotency_key=idempotency_key
-        )
+        handle = engram.session(session, scope, policy=policy)
+        try:
+            stored = handle.add_many(batch, idempotency_key=idempotency_key)
+        except InvalidMessage as exc:
+            if isinstance(body, MessageBatchIn):
+                raise
+            raise one_message_error(exc) from None
         return AppendOut(
             messages=messages_out(stored), count=len(stored), tokens=sum(m.tokens for m in stored)
         )
