@@ -14,6 +14,7 @@ facade and its sessions.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -284,8 +285,11 @@ class Engram:
     ) -> list[PreparedDocument]:
         """Write Engram session documents, all or none; each is checked before the first write.
 
-        Each document's session must not exist yet (``scope`` overrides the
-        documents' own scopes).
+        Like a JSONL import, importing a document again adds nothing: the
+        messages its session already holds are skipped (``skipped`` of each
+        returned document), and only new ones are appended after the
+        session's own; the policy and states of a session that exists stay
+        as they are. ``scope`` overrides the documents' own scopes.
 
         Raises:
             ImportFormatError: a document is malformed (named by its position).
@@ -302,13 +306,13 @@ class Engram:
                 prepared.append(transfer.prepare_document(document, scope=scope))
             except (ImportFormatError, InvalidMessage) as exc:
                 raise ImportFormatError(f"document #{index}: {exc}") from None
-        for item in prepared:
-            transfer.check_target(self.store, item)
+        held: dict[tuple[str, str], Counter[str]] = {}
+        fresh = [transfer.unseen(self.store, item, held) for item in prepared]
         with all_or_nothing(self.store) as group:  # a failure midway leaves no session written
-            for item in prepared:
+            for item in fresh:
                 group.touch(item.info.scope, item.info.id)
-                transfer.write_document(self.store, item)
-        return prepared
+                transfer.write_document(self.store, item, allow_existing=True)
+        return fresh
 
     def scope_summaries(self, only: Sequence[str] | None = None) -> list[ScopeSummary]:
         """Every scope (or those of ``only`` that exist) with its totals, sorted by name."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import engram
+from engram.idempotency import RECORD
 
 from .harness import Cli
 
@@ -35,15 +36,53 @@ class TestDocumentRoundTrip:
                     (m.role, m.content, m.tokens, m.created_at) for m in right
                 ]
 
-    def test_second_import_is_refused_and_writes_nothing(self, cli: Cli) -> None:
+    def test_a_second_import_adds_nothing_like_jsonl(self, cli: Cli) -> None:
         _fill(cli)
         out = cli.tmp / "docs.json"
         cli("export", "--scope", "p", "--format", "json", "-o", str(out))
-        result = cli("import", str(out))  # same database: the sessions already have messages
-        assert result.exit_code == 1
-        assert "already has" in result.output
         with engram.open(cli.url, llm=None) as mem:
-            assert mem.session("s1", scope="p").stats()["total_messages"] == 2
+            before = {s: mem.session(s, scope="p").messages() for s in ("s1", "s2")}
+        result = cli("import", str(out))  # same database: the sessions hold every message
+        assert result.exit_code == 0, result.output
+        assert "Imported 0 messages in 2 session document(s) (3 already there, skipped)" in (
+            result.output
+        )
+        with engram.open(cli.url, llm=None) as mem:
+            assert {s: mem.session(s, scope="p").messages() for s in ("s1", "s2")} == before
+
+    def test_a_later_export_adds_only_its_new_messages(self, cli: Cli) -> None:
+        _fill(cli)
+        first = cli.tmp / "first.json"
+        cli("export", "--scope", "p", "--session", "s1", "--format", "json", "-o", str(first))
+        target = f"sqlite:///{cli.tmp}/other.db"
+        assert cli("import", str(first), url=target).exit_code == 0
+        with engram.open(cli.url, llm=None) as mem:
+            mem.session("s1", scope="p").add("user", "And the launch date?")
+        later = cli.tmp / "later.json"
+        cli("export", "--scope", "p", "--session", "s1", "--format", "json", "-o", str(later))
+        result = cli("import", str(later), url=target)
+        assert "Imported 1 messages in 1 session document(s) (2 already there" in result.output
+        with engram.open(target, llm=None) as mem:
+            contents = [m.content for m in mem.session("s1", scope="p").messages()]
+        assert contents == ["We picked $14 for Pro.", "Noted: Pro is $14.", "And the launch date?"]
+
+    def test_jsonl_and_json_exports_of_keyed_messages_import_again(self, cli: Cli) -> None:
+        with engram.open(cli.url, llm=None) as mem:
+            mem.session("s", scope="p").add_many(
+                [{"role": "user", "content": "hi", "metadata": {"lang": "en"}}],
+                idempotency_key="turn-1",
+            )
+        for fmt in ("jsonl", "json"):
+            out = cli.tmp / f"out.{fmt}"
+            assert cli("export", "--scope", "p", "--format", fmt, "-o", str(out)).exit_code == 0
+            assert RECORD not in out.read_text() and '"lang"' in out.read_text()
+            target = f"sqlite:///{cli.tmp}/{fmt}.db"
+            for _ in range(2):
+                result = cli("import", str(out), "--scope", "p", url=target)
+                assert result.exit_code == 0, result.output
+            with engram.open(target, llm=None) as mem:
+                [message] = mem.session("s", scope="p").messages()
+                assert message.metadata["lang"] == "en" and RECORD not in message.metadata
 
     def test_a_bad_document_anywhere_writes_nothing(self, cli: Cli) -> None:
         _fill(cli)

@@ -3,7 +3,9 @@
 The whole file is parsed (:mod:`engram.transfer.importers`) and every message checked as
 the store would (:func:`engram.ingest.ingest`) before anything is written, so a
 bad line stops the import with nothing written. Importing the same file again
-adds only what is new: each message keeps an import key.
+adds only what is new: each message keeps an import key (a session document's
+messages are compared with those its session holds, see
+:func:`engram.transfer.documents.unseen`).
 """
 
 from __future__ import annotations
@@ -86,14 +88,16 @@ def scope_given(ctx: click.Context) -> bool:
 def _import_documents(
     ctx: click.Context, db: str | None, documents: list[JSON], scope: str | None
 ) -> None:
-    """Check every document (and that its session is empty) first, then write them."""
+    """Check every document first, then write what its session does not hold yet."""
     started = time.perf_counter()
     mem = open_engram(ctx, db)
     prepared = mem.import_documents(documents, scope=scope)
     messages = sum(len(item.messages) for item in prepared)
+    skipped = sum(item.skipped for item in prepared)
     elapsed = time.perf_counter() - started
     click.echo(
-        f"Imported {messages} messages in {len(prepared)} session document(s): "
+        f"Imported {messages} messages in {len(prepared)} session document(s) "
+        f"({skipped} already there, skipped): "
         f"{sum(sum(item.tokens) for item in prepared)} tokens, {elapsed:.2f} s."
     )
 

@@ -15,6 +15,9 @@ usage rows (only their totals are readable).
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,6 +26,7 @@ from typing import Any, Protocol, TypeGuard, runtime_checkable
 from engram.agent_state import AGENT_STATE_KIND
 from engram.compaction.state import STATE_KIND
 from engram.errors import ConfigError, CorruptedData, ImportFormatError
+from engram.idempotency import RECORD, without_record
 from engram.intake.validation import build_message
 from engram.memories.budget import PENDING_KIND
 from engram.memories.ending import LIFECYCLE_KIND
@@ -101,9 +105,11 @@ def export_session(store: Store, scope: str, session: str) -> JSON:
     info = store.get_session(scope, session)
     if info is None:
         raise SessionNotFound(f"no session {session!r} in scope {scope!r}")
-    return build_document(
-        info, all_messages(store, scope, session), session_states(store, scope, session)
-    )
+    messages = [  # an idempotency key belongs to this store's requests, not to the document
+        dataclasses.replace(m, metadata=without_record(m.metadata)) if RECORD in m.metadata else m
+        for m in all_messages(store, scope, session)
+    ]
+    return build_document(info, messages, session_states(store, scope, session))
 
 
 def _new_message(entry: Mapping[str, Any], where: str) -> tuple[NewMessage, int | None]:
@@ -117,6 +123,9 @@ def _new_message(entry: Mapping[str, Any], where: str) -> tuple[NewMessage, int 
         stamp = parse_time(entry.get("created_at", entry.get("timestamp")), f"{where} time")
         tokens = entry.get("token_count")
         parts = entry.get("parts")  # a message with images: its list content, whole
+        metadata = entry.get("metadata")
+        if isinstance(metadata, Mapping):  # a jsondir file holds idempotency records: not data
+            metadata = without_record(metadata)
         message = build_message(
             entry.get("role"),
             entry.get("content") if parts is None else parts,
@@ -124,7 +133,7 @@ def _new_message(entry: Mapping[str, Any], where: str) -> tuple[NewMessage, int 
             tool_calls=entry.get("tool_calls"),
             tool_call_id=entry.get("tool_call_id"),
             created_at=stamp,
-            metadata=entry.get("metadata"),
+            metadata=metadata,
         )
         return message, (int(tokens) if tokens is not None else None)
     except (TypeError, ValueError, CorruptedData) as exc:  # InvalidMessage is a ValueError
@@ -139,6 +148,8 @@ class PreparedDocument:
     messages: list[NewMessage]
     tokens: list[int]
     states: list[StateRecord]
+    #: Messages of the document its session already held (see :func:`unseen`).
+    skipped: int = 0
 
 
 def prepare_document(doc: Mapping[str, Any], *, scope: str | None = None) -> PreparedDocument:
@@ -182,6 +193,64 @@ def prepare_document(doc: Mapping[str, Any], *, scope: str | None = None) -> Pre
         for m, t in parsed
     ]
     return PreparedDocument(info, [m for m, _ in parsed], tokens, states)
+
+
+#: What makes two messages the same one for an import: everything but ids, tokens and metadata.
+Identity = str
+
+
+def identity(message: Message | NewMessage) -> Identity:
+    """The message as an import compares it: role, text, parts, name, tool fields and time."""
+    return json.dumps(
+        [
+            message.role,
+            message.content,
+            message.parts,
+            message.name,
+            message.tool_calls,
+            message.tool_call_id,
+            message.created_at.astimezone(UTC).isoformat(),
+        ],
+        sort_keys=True,
+        ensure_ascii=True,
+    )
+
+
+def unseen(
+    store: Store, prepared: PreparedDocument, held: dict[tuple[str, str], Counter[Identity]]
+) -> PreparedDocument:
+    """The document less the messages its session already holds: a re-import adds nothing.
+
+    A message is held when the session has one with the same :func:`identity`
+    (each stored message accounts for one message of the document). Into a
+    session that exists, only the new messages go, after its own: its policy
+    and states stay as they are. ``held`` keeps each session's identities
+    across the documents of one import (new messages included).
+    """
+    info = prepared.info
+    where = (info.scope, info.id)
+    existing = store.get_session(info.scope, info.id)
+    if where not in held:
+        stored = all_messages(store, info.scope, info.id) if existing is not None else []
+        held[where] = Counter(identity(m) for m in stored)
+    unmatched = Counter(held[where])  # each held message matches one of the document
+    keep: list[int] = []
+    for index, message in enumerate(prepared.messages):
+        key = identity(message)
+        if unmatched[key] > 0:
+            unmatched[key] -= 1
+        else:
+            keep.append(index)
+    held[where].update(identity(prepared.messages[i]) for i in keep)  # a later document sees them
+    if existing is None and len(keep) == len(prepared.messages):
+        return prepared
+    return PreparedDocument(
+        dataclasses.replace(info, policy=None) if existing is not None else info,
+        [prepared.messages[i] for i in keep],
+        [prepared.tokens[i] for i in keep],
+        prepared.states if existing is None else [],
+        skipped=len(prepared.messages) - len(keep),
+    )
 
 
 def check_target(store: Store, prepared: PreparedDocument, *, allow_existing: bool = False) -> None:
@@ -328,4 +397,5 @@ __all__ = [
     "export_session",
     "import_document",
     "session_states",
+    "unseen",
 ]
