@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -236,7 +237,12 @@ class TestPrices:
 
 
 class TestKeyResolution:
-    """The SDK's own variables are honoured; a placeholder only for a server on this machine."""
+    """Engram's variables, then the SDK's, are honoured; a placeholder only for this machine."""
+
+    @pytest.fixture(autouse=True)
+    def _no_engram_variables(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.delenv("ENGRAM_LLM_API_KEY", raising=False)
+        monkeypatch.delenv("ENGRAM_LLM_BASE_URL", raising=False)
 
     def test_openai_api_key_is_sent(
         self, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
@@ -276,8 +282,33 @@ class TestKeyResolution:
     ) -> None:
         monkeypatch.delenv("OPENAI_API_KEY", raising=False)
         monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-        with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
+        said = "set ENGRAM_LLM_API_KEY (or the SDK's OPENAI_API_KEY)"
+        with pytest.raises(ConfigError, match=re.escape(said)):
             LLMClient("gpt-4o-mini", base_url=base_url)
+
+    def test_the_variable_the_error_names_is_read(
+        self, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        monkeypatch.setenv("ENGRAM_LLM_API_KEY", "sk-engram")
+        with LLMClient("m", base_url="https://api.x.ai/v1") as remote:  # no error: a key is set
+            assert remote.base_url == "https://api.x.ai/v1"
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")  # Engram's own variable comes first
+        with LLMClient("m", base_url=fake_llm.base_url) as client:
+            client.chat([{"role": "user", "content": "hi"}], purpose="test")
+        assert fake_llm.requests[-1].headers["authorization"] == "Bearer sk-engram"
+
+    def test_engrams_base_url_goes_with_its_key(
+        self, fake_llm: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # The key set for Engram's server never travels to the SDK's default host.
+        monkeypatch.setenv("ENGRAM_LLM_BASE_URL", fake_llm.base_url)
+        monkeypatch.setenv("ENGRAM_LLM_API_KEY", "sk-engram")
+        monkeypatch.setenv("OPENAI_BASE_URL", "https://api.openai.com/v1")
+        with LLMClient("m") as client:
+            assert client.base_url == fake_llm.base_url
+            client.chat([{"role": "user", "content": "hi"}], purpose="test")
+        assert fake_llm.requests[-1].headers["authorization"] == "Bearer sk-engram"
 
 
 def test_import_engram_does_not_load_the_openai_sdk() -> None:

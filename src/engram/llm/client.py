@@ -65,7 +65,7 @@ ENV_TIMEOUT = "ENGRAM_LLM_TIMEOUT"
 
 # Local servers (Ollama, vLLM, the test fake) accept any key; the SDK insists on one.
 _PLACEHOLDER_KEY = "not-needed"
-#: The SDK's own variables, honoured when Engram's are not given.
+#: The SDK's own variables, read when Engram's (``ENGRAM_LLM_*``) are not set.
 OPENAI_API_KEY = "OPENAI_API_KEY"
 OPENAI_BASE_URL = "OPENAI_BASE_URL"
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "0.0.0.0"})
@@ -118,10 +118,11 @@ class LLMClient:
 
         Args:
             model: Model name as the server knows it.
-            base_url: Server URL ending in ``/v1``; None means ``OPENAI_BASE_URL``,
-                else OpenAI.
-            api_key: Bearer key; None means ``OPENAI_API_KEY``. A server on
-                this machine (localhost, 127.0.0.1, ::1) needs none.
+            base_url: Server URL ending in ``/v1``; None means ``ENGRAM_LLM_BASE_URL``,
+                else ``OPENAI_BASE_URL``, else OpenAI.
+            api_key: Bearer key; None means ``ENGRAM_LLM_API_KEY``, else
+                ``OPENAI_API_KEY``. A server on this machine (localhost,
+                127.0.0.1, ::1) needs none.
             timeout: Seconds per attempt, in total: a server that trickles its
                 answer is abandoned then, not only one that falls silent.
             backoff: Seconds to wait before the single retry.
@@ -135,16 +136,16 @@ class LLMClient:
         if backoff < 0:
             raise ConfigError(f"LLM backoff must not be negative, got {backoff}")
         self.model = model
-        self.base_url = base_url or os.environ.get(OPENAI_BASE_URL) or None
+        self.base_url = base_url or _environ(ENV_BASE_URL, OPENAI_BASE_URL)
         self.timeout = timeout
         self.backoff = backoff
         self.temperature = temperature
-        key = api_key or os.environ.get(OPENAI_API_KEY) or None
+        key = api_key or _environ(ENV_API_KEY, OPENAI_API_KEY)
         if key is None:
             if not _is_local(self.base_url):
                 raise ConfigError(
-                    f"no API key for {self.base_url or 'OpenAI'}: set {OPENAI_API_KEY} "
-                    f"(or {ENV_API_KEY}), or pass api_key="
+                    f"no API key for {self.base_url or 'OpenAI'}: set {ENV_API_KEY} "
+                    f"(or the SDK's {OPENAI_API_KEY}), or pass api_key="
                 )
             key = _PLACEHOLDER_KEY
         import openai  # here, not at import time: most programs never build a client
@@ -481,6 +482,11 @@ class LLMClient:
             tool_calls=tool_calls,
             usage_estimated=estimated,
         )
+
+
+def _environ(*names: str) -> str | None:
+    """The first of these environment variables that is set and not empty, else None."""
+    return next((os.environ[name] for name in names if os.environ.get(name)), None)
 
 
 def _is_local(base_url: str | None) -> bool:
