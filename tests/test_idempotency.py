@@ -38,7 +38,7 @@ def test_a_key_reused_with_other_messages_is_refused_naming_it(mem: Engram) -> N
     other = [{"role": "user", "content": "And the budget?"}]
     with pytest.raises(IdempotencyConflict, match="'turn-1'") as refused:
         chat.add_many(other, idempotency_key="turn-1")
-    assert refused.value.key == "turn-1"
+    assert (refused.value.key, refused.value.field) == ("turn-1", "idempotency_key")
     assert [m.id for m in chat.messages()] == [m.id for m in first]  # nothing dropped silently
     for changed in (  # any change of a stored field is another batch
         [{"role": "system", "content": "When is the launch?"}],
@@ -85,9 +85,7 @@ def test_the_reserved_metadata_key_is_refused(mem: Engram) -> None:
 
 def test_an_edit_of_a_keyed_message_keeps_the_users_metadata_only(mem: Engram) -> None:
     chat = mem.session("s", "proj")
-    [first] = chat.add_many(
-        [{**QUESTION[0], "metadata": {"lang": "en"}}], idempotency_key="turn-1"
-    )
+    [first] = chat.add_many([{**QUESTION[0], "metadata": {"lang": "en"}}], idempotency_key="turn-1")
     edited = chat.edit(first.id, "When is the beta?")
     assert edited.metadata == {"lang": "en", "edited_from": first.id}
     assert idempotency.key_of(edited) is None

@@ -83,10 +83,10 @@ class InvalidMessage(EngramError, ValueError):
 class IdempotencyConflict(EngramError, ValueError):
     """An idempotency key already stored other messages: a retry must resend the same ones.
 
-    Nothing is written. ``key`` is the key; ``field`` the HTTP header that carries it.
+    Nothing is written. ``key`` is the key.
     """
 
-    field: str | None = "Idempotency-Key"
+    field: str | None = "idempotency_key"
 
     def __init__(self, message: str, *, key: str) -> None:
         """The error for ``key``, reused with messages other than its first ones."""

@@ -95,6 +95,7 @@ class TestMessages:
             MESSAGES, json={"role": "user", "content": "x"}, headers={"Idempotency-Key": " "}
         )
         assert blank.status_code == 422 and "idempotency_key" in blank.json()["error"]["message"]
+        assert blank.json()["error"]["field"] == "Idempotency-Key"
 
     def test_a_key_reused_with_another_body_is_422_naming_it(self, api: TestClient) -> None:
         key = {"Idempotency-Key": "append-1"}

@@ -112,8 +112,10 @@ async def _engram_error(request: Request, exc: Exception) -> JSONResponse:
     message = str(exc) if status < 500 or kind != "internal" else "internal error"
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     field = exc.field if isinstance(exc.field, str) and status < 500 else None
+    if field is not None:
+        field = _HEADERS.get(field) or dotted(field)
     return JSONResponse(
-        error_body(kind, message, dotted(field) if field else None),
+        error_body(kind, message, field),
         status_code=status,
         headers=headers,
     )
@@ -125,6 +127,8 @@ def dotted(field: str) -> str:
 
 
 _INDEX = re.compile(r"\[(\d+)\]")
+#: Library arguments that travel in a header over HTTP: the field names the header.
+_HEADERS = {"idempotency_key": "Idempotency-Key"}
 #: Where a request value comes from: the first part of a loc, not a field.
 _SOURCES = frozenset({"body", "query", "path", "header", "cookie"})
 #: Names pydantic gives the members of a union in a loc (``content.str``): not fields.
