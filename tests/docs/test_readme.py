@@ -29,6 +29,8 @@ def test_python_blocks_run(doc: Path, tmp_path: Path, monkeypatch: pytest.Monkey
         # would to OpenAI (OPENAI_BASE_URL / OPENAI_API_KEY are the SDK's variables).
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "test")
+        monkeypatch.delenv("ENGRAM_LLM_BASE_URL", raising=False)  # they come before the SDK's
+        monkeypatch.delenv("ENGRAM_LLM_API_KEY", raising=False)
         server.reply("We chose $14 per month for Pro.")
         namespace: dict[str, object] = {"__name__": f"doc_{doc.stem}"}
         for index, code in enumerate(blocks(doc)):
@@ -46,3 +48,13 @@ def test_every_cli_command_is_in_the_readme() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for name in main.commands:
         assert f"engram {name}" in readme, f"`engram {name}` is not documented in the README"
+
+
+def test_every_setting_and_model_variable_is_in_the_readme() -> None:
+    from engram.config import SETTINGS
+    from engram.llm import client
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    model = [client.ENV_BASE_URL, client.ENV_API_KEY, client.ENV_MODEL, client.ENV_TIMEOUT]
+    missing = [v for v in [s.env for s in SETTINGS.values()] + model if f"`{v}`" not in readme]
+    assert missing == []
