@@ -30,6 +30,10 @@ class Conversation:
     facts: tuple[Fact, ...]
     #: Decisions the user states, each a whole sentence that must survive whole.
     decisions: tuple[str, ...] = ()
+    #: Decisions taken, each as terms that must all appear in one item of ``key_decisions``.
+    decided: tuple[Fact, ...] = ()
+    #: Names of people, products, places and organisations said in the conversation.
+    names: tuple[str, ...] = ()
 
 
 def _f(what: str, *terms: str) -> Fact:
@@ -97,6 +101,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             "We decided to launch the beta on March 3 and the public release on April 14, "
             "because the marketing campaign starts that week.",
         ),
+        names=("Phoenix", "Bob Chen", "Maria Lopez", "Acme Corp"),
     ),
     Conversation(
         name="database-choice",
@@ -163,6 +168,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             "We've decided to go with PostgreSQL 16 and PgBouncer, and Priya Natarajan will run "
             "the migration from MySQL over the weekend of June 8.",
         ),
+        names=("PostgreSQL", "SQLite", "PgBouncer", "Priya Natarajan", "MySQL", "pgloader"),
     ),
     Conversation(
         name="essay-writing",
@@ -228,6 +234,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             "Let's go with green roofs and cool pavements as the two mitigation examples, and "
             "drop the tree-planting paragraph because Professor Alvarez said it was overdone.",
         ),
+        names=("APA", "EPA", "Professor Alvarez"),
     ),
     Conversation(
         name="support-ticket",
@@ -271,6 +278,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             _f("missing count", "14 invoices"),
             _f("contact preference", "dana@acme.example"),
         ),
+        names=("QuickBooks", "Dana"),
     ),
     Conversation(
         name="trip-planning",
@@ -333,6 +341,18 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             "We agreed on the Lisboa Carmo Hotel for all seven nights, and Sam will book it "
             "tonight with the free cancellation rate.",
         ),
+        names=(
+            "Lisbon",
+            "Sam",
+            "Alfama",
+            "Chiado",
+            "Hotel do Chiado",
+            "Lisboa Carmo Hotel",
+            "Memmo Alfama",
+            "Sintra",
+            "Rossio",
+            "Ao 26 Vegan Food Project",
+        ),
     ),
     Conversation(
         name="bug-hunt",
@@ -387,6 +407,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             "We decided to set keepAliveTimeout to 65000 and headersTimeout to 66000, and Kenji "
             "Watanabe will deploy it to staging on Thursday before production.",
         ),
+        names=("Node", "AWS", "Kenji Watanabe", "Lena Fischer"),
     ),
     Conversation(
         name="meeting-notes",
@@ -449,6 +470,16 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             "our existing customer records, we decided to sign the two-year contract with "
             "Zendesk at $19 per agent per month starting on July 1, and to cancel Freshdesk when "
             "its trial ends on June 30.",
+        ),
+        names=(
+            "Bob Chen",
+            "Maria Lopez",
+            "Priya Natarajan",
+            "TestFlight",
+            "Zendesk",
+            "Freshdesk",
+            "Google",
+            "OAuth",
         ),
     ),
     Conversation(
@@ -532,6 +563,7 @@ CONVERSATIONS: tuple[Conversation, ...] = (
             "We decided that the dashboard will switch from Tableau to Metabase at the end of "
             "the quarter to save on licences.",
         ),
+        names=("Aiko Tanaka", "Northwind", "Carlos Mendes", "Tableau", "Metabase", "Snowflake"),
     ),
 )
 
@@ -554,4 +586,30 @@ FILLER = (
     "noted",
     "you're welcome",
     "okay",
+    "ok",
+    "good morning",
+    "morning",
+    "hello",
+    "hey",
+    "bye",
+    "goodbye",
+    "wish me luck",
+    "good catch",
+    "good point",
+    "great week",
+    "great news",
+    "good day",
+    "have a good weekend",
+    "have a good review",
+    "sorry to hear that",
+    "sorry about that",
+    "happy to help",
+    "glad to help",
+    "love it",
+    "perfect",
+    "great",
+    "fine",
+    "wow",
+    "back",
+    "done",
 )
