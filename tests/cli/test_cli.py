@@ -352,6 +352,10 @@ class TestDemo:
         assert "search_history" in result.output and "get_messages_by_date" in result.output
         assert "Summary version 1 (offline)" in result.output  # compaction, with no model
         assert "CONVERSATION SUMMARY" in result.output
+        # The important data comes from this conversation: a person is told so.
+        assert "IMPORTANT DATA FROM EARLIER IN THIS CONVERSATION" in result.output
+        assert "PREVIOUS CONVERSATIONS" not in result.output
+        assert "User said:" not in result.output
         assert "starts with sections LONG-TERM MEMORIES" in result.output  # seed 003
 
     def test_demo_reuses_a_given_store(self, tmp_path: Path) -> None:

@@ -206,3 +206,36 @@ class TestEntities:
         text = "We stay at Lisboa Carmo. The Lisboa Carmo Hotel is in Chiado."
         data = extract_offline([{"role": "user", "content": text}])
         assert data["entities"] == ["Lisboa Carmo Hotel"]
+
+    def test_verbs_that_open_sentences_are_not_names(self):
+        data = extract_offline(
+            [
+                {"role": "user", "content": "Has Slack review already been submitted?"},
+                {"role": "assistant", "content": "Worth asking Daniel. Ask Daniel Okafor today."},
+                {"role": "user", "content": "Asked Priya, she says the Slack review is done."},
+                {"role": "assistant", "content": "Matches Planwise. SSO Azure testing is next."},
+            ]
+        )
+        assert data["entities"] == ["Slack", "Daniel Okafor"]
+
+    def test_a_single_word_is_a_name_when_written_as_one_twice(self):
+        data = extract_offline(
+            [
+                {"role": "user", "content": "We use Slack daily and Okta for login."},
+                {"role": "user", "content": "The Slack bot posts here; nothing else uses okta."},
+                {"role": "user", "content": "Thanks to Loops, the list is live."},
+            ]
+        )
+        assert data["entities"] == ["Slack"]  # Okta is also written "okta"; Loops once
+
+    def test_section_titles_are_not_entities(self):
+        text = "The sections are Introduction, Health Effects, Mitigation and Conclusion."
+        data = extract_offline([{"role": "user", "content": text}] * 2)
+        assert data["document_structure"]["sections"][1] == "Health Effects"
+        assert data["entities"] == []
+
+    def test_a_merge_keeps_a_name_said_by_a_longer_one_once(self):
+        merged = merge_important_data(
+            {"entities": ["Priya Raman"]}, {"entities": ["Priya", "Slack", {"name": "Acme"}]}
+        )
+        assert merged["entities"] == ["Priya Raman", "Slack", {"name": "Acme"}]

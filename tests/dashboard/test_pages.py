@@ -156,6 +156,22 @@ class TestConversation:
         assert marks[str(ctx.message_ids[0])] == "sent"
         assert all(marks[str(i)] == "sent" for i in ctx.message_ids if str(i) in marks)
 
+    def test_the_important_data_is_named_for_this_conversation(
+        self, http: httpx.Client, site: Site
+    ) -> None:
+        page = http.get(f"/p/{SCOPE}/s/{LAUNCH}/prompt", headers=bearer(site.phoenix_key)).text
+        titles = re.findall(r'<span class="gtitle">([^<]+)</span>', page)
+        assert "IMPORTANT DATA FROM EARLIER IN THIS CONVERSATION" in titles
+        assert not [t for t in titles if "PREVIOUS CONVERSATIONS" in t]
+        # What the model reads is shown as sent: the summary-buffer design's title.
+        assert "[IMPORTANT DATA FROM PREVIOUS CONVERSATIONS]" in page
+
+    def test_the_offline_summary_reads_as_notes(self, http: httpx.Client, site: Site) -> None:
+        page = http.get(f"/p/{SCOPE}/s/{LAUNCH}/prompt", headers=bearer(site.phoenix_key)).text
+        summary = re.search(r'<blockquote class="summary">(.*?)</blockquote>', page, re.S)
+        assert summary is not None and summary.group(1).strip()
+        assert "User:" not in summary.group(1) and "?" not in summary.group(1)
+
 
 class TestSafety:
     def test_message_text_is_escaped(self, http: httpx.Client, site: Site) -> None:

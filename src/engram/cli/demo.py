@@ -28,6 +28,7 @@ from engram.cli.query import context_lines
 from engram.engine import Engram, Session
 from engram.errors import CorruptedData
 from engram.models import JSON
+from engram.sections.summary import section_label
 from engram.transfer.importers import parse_jsonl
 
 #: The bundled conversation, its scope and what the walkthrough asks for.
@@ -206,7 +207,7 @@ def _show_compaction(chat: Session) -> None:
                 click.echo(f"  {key}: {first_line('; '.join(map(str, data[key][:3])), WIDTH)}")
     built = chat.context(DEMO_BUDGET, system=DEMO_SYSTEM, model=DEMO_MODEL, policy="summary_buffer")
     click.echo(
-        f"  Prompt: {built.tokens:,} tokens; sections {', '.join(built.sections)}; "
+        f"  Prompt: {built.tokens:,} tokens; sections {_titles(built.sections)}; "
         f"{len(built.message_ids)} recent messages. Nothing stored was changed."
     )
 
@@ -222,8 +223,13 @@ def _show_memory(mem: Engram, chat: Session) -> None:
     built = follow_up.context(DEMO_BUDGET, system=DEMO_SYSTEM, model=DEMO_MODEL)
     click.echo(
         f"  A new conversation in scope {DEMO_SCOPE!r} starts with sections "
-        f"{', '.join(built.sections) or '(none)'}; {built.tokens:,} tokens."
+        f"{_titles(built.sections) or '(none)'}; {built.tokens:,} tokens."
     )
+
+
+def _titles(sections: list[str]) -> str:
+    """The prompt's sections as a person reads them."""
+    return ", ".join(section_label(title) for title in sections)
 
 
 def _call(chat: Session, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

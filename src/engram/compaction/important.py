@@ -21,6 +21,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from engram.compaction.entities import find_entities, keep_longest
+from engram.compaction.statements import DECISION, FACT, PREFERENCE, statements
+from engram.compaction.transcript import split_sentences, text_of
 from engram.errors import LLMBadResponse
 from engram.models import JSON
 
@@ -59,8 +62,8 @@ IMPORTANT_KEYS = (
 )
 #: Longest string kept for one item; longer ones are cut (a model can ramble).
 MAX_ITEM_CHARS = 500
-#: A decision sentence needs this many words to say what was decided ("Agreed." does not).
-MIN_DECISION_WORDS = 4
+#: A fact needs this many words to say something on its own.
+MIN_FACT_WORDS = 4
 #: Most items kept per list after a merge (oldest dropped first).
 MAX_LIST_ITEMS = 200
 
@@ -162,7 +165,9 @@ def merge_important_data(old: Any, new: Any) -> JSON:
 
     Dicts are merged key by key (new wins for scalars; nested dicts merge;
     nested lists concatenate), lists are concatenated old first and
-    de-duplicated in order, URLs normalized. Neither input is modified.
+    de-duplicated in order, URLs normalized; an entity that a longer one
+    already says ("Priya" beside "Priya Raman") is kept once. Neither input is
+    modified.
     """
     old_data = validate_important_data(old or {})
     new_data = validate_important_data(new or {})
@@ -171,6 +176,9 @@ def merge_important_data(old: Any, new: Any) -> JSON:
         merged[key] = _merge_dicts(old_data[key], new_data[key])
     for key in LIST_KEYS:
         merged[key] = _dedupe([*old_data[key], *new_data[key]])[-MAX_LIST_ITEMS:]
+    names = [e for e in merged["entities"] if isinstance(e, str)]
+    kept = set(keep_longest(names))
+    merged["entities"] = [e for e in merged["entities"] if not isinstance(e, str) or e in kept]
     return merged
 
 
@@ -249,17 +257,10 @@ def find_urls(text: str) -> list[str]:
 
 # -- offline extraction -----------------------------------------------------------
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _PREFERENCE = re.compile(
     r"\b(?:i\s+(?:really\s+)?(?:prefer|like|love|want|need)|i'd\s+(?:prefer|like)|"
     r"i\s+would\s+(?:prefer|like)|please\s+always|always\s+use|never\s+use|"
     r"please\s+never|my\s+preference\s+is)\b\s*(?P<what>[^.!?\n]*)",
-    re.IGNORECASE,
-)
-_DECISION = re.compile(
-    r"\b(?:we(?:'ve|\s+have)?\s+decided|i(?:'ve|\s+have)?\s+decided|decided\s+to|"
-    r"let's\s+go\s+with|let\s+us\s+go\s+with|we(?:'ll|\s+will)\s+go\s+with|"
-    r"(?:we\s+)?agreed|decision\s*:|final\s+decision|we(?:'re|\s+are)\s+going\s+with)\b",
     re.IGNORECASE,
 )
 _FACT = re.compile(
@@ -267,6 +268,12 @@ _FACT = re.compile(
     r"(?:finding|fact|point|result|insight|takeaway)\s+(?:is|was)\s+(?:that\s+)?"
     r"(?P<fact>[^.!?\n]+)|\b(?:remember|note)\s+that\s+(?P<note>[^.!?\n]+)|"
     r"\bimportant\s*:\s*(?P<imp>[^.!?\n]+)",
+    re.IGNORECASE,
+)
+#: Who does what: a fact worth keeping even without a number ("Daniel owns rollback").
+_OWNER = re.compile(
+    r"\b(?:owns|own|leads|lead|runs|manages|handles|is\s+in\s+charge\s+of|"
+    r"is\s+responsible\s+for|is\s+the\s+\w+(?:\s+\w+)?\s+(?:owner|maker|lead|manager))\b",
     re.IGNORECASE,
 )
 _SECTIONS = re.compile(
@@ -281,22 +288,6 @@ _KNOWN_SECTIONS = frozenset(
 )
 _BARE_LIST = re.compile(
     r"(?P<list>[A-Z][a-z]+(?:\s*,\s*(?:and\s+)?[A-Z][a-z]+){2,}(?:\s*,?\s*and\s+[A-Z][a-z]+)?)"
-)
-_HANDLE = re.compile(r"(?<![\w@.])@[A-Za-z0-9_][A-Za-z0-9_.-]{1,38}[A-Za-z0-9_]")
-# Words of a name stay on one line: a list of names, one per line, is several names.
-_NAME = re.compile(
-    r"\b[A-Z][a-zA-Z0-9&'-]+(?:[ \t]+(?:of[ \t]+|de[ \t]+|van[ \t]+)?[A-Z][a-zA-Z0-9&'-]+)+"
-)
-_CALENDAR = frozenset(
-    "monday tuesday wednesday thursday friday saturday sunday january february march april may"
-    " june july august september october november december".split()
-)
-_STARTS = re.compile(r"(?:^|[.!?:]\s+|\n\s*)$")
-_NOT_NAME_START = frozenset(
-    "the a an i i'm i'll i've my our we you your this that these those it its "
-    "please let's let and but or so if when then also noted sure yes no ok okay "
-    "important key hello hi thanks thank dear for due after before with in on at from to by"
-    " then since until about as per via".split()
 )
 _THEMES = re.compile(r"\b(dark|light)\s+(?:mode|theme)\b", re.IGNORECASE)
 _FONT = re.compile(
@@ -317,37 +308,26 @@ _TONE = re.compile(
 )
 
 
-def _text_of(message: Mapping[str, Any]) -> str:
-    content = message.get("content") or ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    return str(content)
-
-
 def extract_offline(messages: Sequence[Mapping[str, Any]]) -> JSON:
     """Rule-based important data from OpenAI-format messages; deterministic.
 
-    Preferences, decisions, facts and sections are read from user messages
-    (the user states them; an assistant echoing them adds nothing); URLs and
-    entities from every message. Returns the full structure (empty fields
-    included).
+    Decisions, preferences and facts are the conversation's statements
+    (:func:`engram.compaction.statements.statements`): the user's, in the third
+    person, and the assistant's records of what the user decided. Facts are the
+    user's statements with a number, a date or an owner ("Daniel Okafor leads
+    engineering"), and what the user marks as important ("the key finding is
+    ..."); sections are read from user messages; URLs and entities (names of
+    people, products, places and organisations) from every message. Returns the
+    full structure (empty fields included).
     """
     data = empty_important_data()
     prefs: JSON = data["user_preferences"]
-    for message in messages:
-        text = _text_of(message)
-        if not text.strip():
-            continue
+    texts = [text_of(m) for m in messages]
+    for message, text in zip(messages, texts, strict=True):
         data["source_urls"].extend(find_urls(text))
-        data["entities"].extend(_entities(text))
-        if message.get("role") != "user":
+        if message.get("role") != "user" or not text.strip():
             continue
-        for sentence in _sentences(text):
-            _preferences(sentence, prefs)
-            if _DECISION.search(sentence) and len(sentence.split()) >= MIN_DECISION_WORDS:
-                data["key_decisions"].append(sentence)
+        for sentence in split_sentences(text):
             for match in _FACT.finditer(sentence):
                 fact = match.group("fact") or match.group("note") or match.group("imp")
                 data["important_facts"].append(fact.strip(" ,;:"))
@@ -355,20 +335,30 @@ def extract_offline(messages: Sequence[Mapping[str, Any]]) -> JSON:
         if sections:
             structure = data["document_structure"]
             structure["sections"] = _dedupe([*structure.get("sections", []), *sections])
+    for said in statements(messages):
+        if said.kind == DECISION:
+            data["key_decisions"].append(said.text)
+        elif said.kind == PREFERENCE:
+            _preferences(said.source, said.text, prefs)
+        elif said.kind == FACT and said.role == "user" and _worth_keeping(said.text):
+            data["important_facts"].append(said.text)
+    sections = data["document_structure"].get("sections", [])
+    data["entities"] = find_entities(texts, exclude=sections)
     return validate_important_data(data)
 
 
-def _sentences(text: str) -> list[str]:
-    without_urls = _URL.sub(lambda m: m.group(0).replace(".", "\x00"), text)
-    parts = [p.replace("\x00", ".").strip() for p in _SENTENCE.split(without_urls)]
-    return [p for p in parts if p]
+def _worth_keeping(fact: str) -> bool:
+    """A fact with a number, a date or an owner, that the important-fact rules did not take."""
+    if len(fact.split()) < MIN_FACT_WORDS or _FACT.search(fact):
+        return False
+    digits = any(ch.isdigit() for ch in _URL.sub(" ", fact))
+    return digits or bool(_OWNER.search(fact))
 
 
-def _preferences(sentence: str, prefs: JSON) -> None:
+def _preferences(sentence: str, stated_as: str, prefs: JSON) -> None:
+    """File a preference: a known kind (theme, font, language, ...) or the statement itself."""
     match = _PREFERENCE.search(sentence)
-    if not match:
-        return
-    what = match.group("what").strip(" ,;:")
+    what = match.group("what").strip(" ,;:") if match else sentence
     found = False
     if theme := _THEMES.search(sentence):
         prefs["theme"] = theme.group(1).lower()
@@ -388,9 +378,9 @@ def _preferences(sentence: str, prefs: JSON) -> None:
     if not found and (fmt := _FORMAT.search(what)):
         prefs["format"] = " ".join(fmt.group(1).lower().split())
         found = True
-    if not found and what:
+    if not found:
         stated = prefs.setdefault("stated", [])
-        stated.append(sentence.strip())
+        stated.append(stated_as)
 
 
 def _sections(text: str) -> list[str]:
@@ -408,55 +398,6 @@ def _sections(text: str) -> list[str]:
 def _split_list(text: str) -> list[str]:
     parts = re.split(r"\s*(?:,|;|&|\band\b)\s*", text)
     return [p.strip() for p in parts if p.strip() and p.strip().lower() != "and"]
-
-
-def _entities(text: str) -> list[str]:
-    """Handles and multi-word capitalized names, each once.
-
-    A capitalized word that opens a sentence is left out of a name when the
-    text also uses it in lower case ("Due November", "For Causes"); weekdays
-    and months never start one; a run repeated inside a match is kept once.
-    """
-    found: list[str] = [m.group(0) for m in _HANDLE.finditer(text)]
-    plain = _URL.sub(" ", text)
-    lower = set(re.findall(r"[a-z][a-z'-]+", plain))
-    for match in _NAME.finditer(plain):
-        words = match.group(0).split()
-        opens = bool(_STARTS.search(plain[: match.start()]))
-        while words and (
-            words[0].lower() in _NOT_NAME_START
-            or words[0].lower() in _CALENDAR
-            or (opens and words[0].lower() in lower)
-        ):
-            words, opens = words[1:], False
-        words = _without_repeats(words)
-        if len(words) >= 2:
-            found.append(" ".join(words))
-    return _keep_longest(found)
-
-
-def _without_repeats(words: list[str]) -> list[str]:
-    """``words`` with a run that repeats right after itself kept once ("Bob Chen Bob Chen")."""
-    size = 1
-    while size <= len(words) // 2:
-        for start in range(len(words) - 2 * size + 1):
-            if words[start : start + size] == words[start + size : start + 2 * size]:
-                words = words[: start + size] + words[start + 2 * size :]
-                break
-        else:
-            size += 1
-    return words
-
-
-def _keep_longest(names: list[str]) -> list[str]:
-    """Names in order, once, leaving out one that a longer kept name already says."""
-    unique = _dedupe(names)
-    keys = [f" {' '.join(n.split()).casefold()} " for n in unique]
-    return [
-        name
-        for name, key in zip(unique, keys, strict=True)
-        if not any(key != other and key in other for other in keys)
-    ]
 
 
 #: Newest items of each list, and newest keys of each object, the prompt shows.

@@ -15,8 +15,12 @@ MAX_MESSAGE_CHARS = 4000
 
 MessageLike = Message | Mapping[str, Any]
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# A sentence ends at . ! or ?, also when a closing quote or parenthesis follows it.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"\u201d\u2019)])\s+|\n+")
 _URL = re.compile(r"https?://\S+", re.IGNORECASE)
+#: A quotation on one line (Recorded: "A. B.") is one sentence: its stops are not split.
+_QUOTED = re.compile(r"\"[^\"\n]{1,400}\"|\u201c[^\u201d\n]{1,400}\u201d")
+_STOP = re.compile(r"(?<=[.!?])\s+")
 
 
 def as_openai(message: MessageLike) -> JSON:
@@ -76,7 +80,10 @@ def format_transcript(messages: Sequence[MessageLike]) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text`` (URLs are not split at their dots)."""
+    """Sentences of ``text``: URLs are not split at their dots, a one-line quotation stays whole."""
     protected = _URL.sub(lambda m: m.group(0).replace(".", "\x00"), text)
-    parts = [p.replace("\x00", ".").strip() for p in _SENTENCE_END.split(protected)]
+    protected = _QUOTED.sub(lambda m: _STOP.sub("\x01", m.group(0)), protected)
+    parts = [
+        p.replace("\x00", ".").replace("\x01", " ").strip() for p in _SENTENCE_END.split(protected)
+    ]
     return [p for p in parts if p]

@@ -50,7 +50,9 @@ def count_words(text: str) -> int:
 PLEASANTRIES = frozenset(
     """thanks thank thx ty ok okay k great perfect lovely cool awesome nice excellent wonderful
     fine good sounds sure yes yeah yep no nope hi hello hey bye goodbye welcome anytime noted
-    cheers glad happy appreciate appreciated luck enjoy helpful got it all done please""".split()
+    cheers glad happy appreciate appreciated luck enjoy helpful got it all done please
+    morning afternoon evening sorry hear congratulations congrats wow hmm alright right back
+    catch point weekend week wish love makes sense later soon talk news trouble""".split()
 )
 #: Words that may sit around pleasantries without adding anything ("that's all for today").
 _GLUE = frozenset(

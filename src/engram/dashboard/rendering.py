@@ -18,6 +18,7 @@ from fastapi.templating import Jinja2Templates
 
 from engram.dashboard.views import highlight, pretty_json
 from engram.intake.images import describe, parse_data_url
+from engram.sections.summary import section_label
 
 __all__ = ["STATIC_DIR", "TEMPLATES_DIR", "render"]
 
@@ -62,6 +63,7 @@ templates.env.filters.update(
     u=_url_part,
     image_line=describe,
     inline_image=_inline_image,
+    section_label=section_label,
 )
 
 

@@ -4,10 +4,11 @@ With a model, the creation prompt (:data:`CREATION_PROMPT`, verbatim)
 is sent with the conversation's transcript: the newest messages of the
 session up to :data:`MAX_TRANSCRIPT_TOKENS` (stored exact counts), so a long
 conversation cannot overflow the model. Without a model,
-:func:`extractive_memory` picks the user's own statements of facts,
-preferences and decisions, deterministically, into a 2-4 sentence memory of
-about 200 characters. Either way the text is cleaned and bounded by
-:data:`~engram.memories.records.MAX_CONTENT_CHARS`.
+:func:`extractive_memory` writes, deterministically, one or two sentences of
+what was decided or learned (the conversation's statements,
+:mod:`engram.compaction.statements`: decisions first, then preferences and the
+user's facts, in the third person), about 200 characters. Either way the text
+is cleaned and bounded by :data:`~engram.memories.records.MAX_CONTENT_CHARS`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from engram.compaction.statements import DECISION, FACT, PREFERENCE, Statement, statements
 from engram.compaction.transcript import format_transcript, split_sentences
-from engram.compaction.words import is_filler
 from engram.errors import LLMBadResponse
 from engram.llm import LLMClient, LLMResult
 from engram.memories.budget import PURPOSE_CREATE
@@ -44,11 +45,15 @@ MAX_TRANSCRIPT_TOKENS = 6000
 MAX_TRANSCRIPT_MESSAGES = 400
 #: Answer cap of the creation call, in tokens (2-4 sentences fit easily).
 MAX_ANSWER_TOKENS = 300
-#: Sentences the extractive memory keeps at most (2-4 sentences).
-MAX_SENTENCES = 4
+#: Sentences the extractive memory keeps at most: one or two of what was decided or learned.
+MAX_SENTENCES = 2
 #: Characters one extracted sentence may have; longer ones are left out whole
 #: rather than cut (a decision cut in half says the wrong thing).
 MAX_SENTENCE_CHARS = 300
+#: Rank of each kind of statement in a memory.
+KIND_SCORES = {DECISION: 4.0, PREFERENCE: 3.0, FACT: 1.0}
+#: Share of content words a second sentence may share with the first (more says it twice).
+MAX_OVERLAP = 0.5
 #: Rows read per store call while collecting the transcript.
 _CHUNK = 50
 
@@ -179,47 +184,56 @@ def clean_memory_text(text: str) -> str:
 
 
 def extractive_memory(transcript: Sequence[Message]) -> str | None:
-    """A deterministic memory built from the user's own statements, or None if there are none.
+    """One or two sentences of what was decided or learned, or None if nothing was.
 
-    Sentences of user messages are scored by cue words (preferences,
-    decisions, facts about the user and their work); the best 2-4 are kept in
-    conversation order, about :data:`~engram.memories.records.TARGET_CHARS`
-    characters in all. Questions and pleasantries are skipped.
+    The conversation's statements are ranked: decisions (the user's, and the
+    assistant's records of them) first, then the user's preferences, then the
+    user's facts, each weighed by cue words (preferences, decisions, facts about
+    the user and their work), numbers and length (what says more); among equals
+    the later wins (it is the newer fact). The best one is kept, and a second
+    when both fit in about 1.5 × :data:`~engram.memories.records.TARGET_CHARS`
+    characters and do not say the same thing. Questions, pleasantries and the
+    assistant's explanations never make a memory; the result is not a quote.
     """
-    candidates: list[tuple[int, int, str]] = []
-    position = 0
-    for message in transcript:
-        if message.role != "user":
-            continue
-        for sentence in split_sentences(message.content):
-            position += 1
-            text = " ".join(sentence.split())
-            words = _TOKEN.findall(text.lower())
-            if (
-                len(words) < 3
-                or text.endswith("?")
-                or is_filler(text)
-                or len(text) > MAX_SENTENCE_CHARS
-            ):
-                continue
-            score = sum(_CUES.get(word, 0) for word in words)
-            score += 1 if any(ch.isdigit() for ch in text) else 0
-            candidates.append((score, position, text))
+    said = statements([message.to_openai() for message in transcript])
+    candidates = [
+        s
+        for s in said
+        if (s.kind in (DECISION, PREFERENCE) or (s.kind == FACT and s.role == "user"))
+        and len(s.text) <= MAX_SENTENCE_CHARS
+        and len(split_sentences(s.text)) == 1
+    ]
     if not candidates:
         return None
-    # Best score first; among equals the later statement wins (it is the newer fact).
-    ranked = sorted(candidates, key=lambda c: (-c[0], -c[1]))
-    kept: list[tuple[int, str]] = []
-    length = 0
-    for _, position, text in ranked:
-        if len(kept) >= MAX_SENTENCES:
-            break
-        if kept and length + len(text) > TARGET_CHARS * 1.5 and len(kept) >= 2:
-            break
-        kept.append((position, text))
-        length += len(text) + 1
-    sentences = [_end_sentence(text) for _, text in sorted(kept)]
-    return _bound("User said: " + " ".join(sentences), MAX_CONTENT_CHARS)
+    ranked = sorted(candidates, key=lambda s: (-_memory_score(s), -s.order))
+    kept = [ranked[0]]
+    for other in ranked[1 : MAX_SENTENCES * 8]:
+        if len(kept[0].text) + len(other.text) + 1 > TARGET_CHARS * 1.5:
+            continue
+        if _overlap(kept[0].text, other.text) > MAX_OVERLAP:
+            continue
+        kept.append(other)
+        break
+    sentences = [_end_sentence(s.text) for s in sorted(kept, key=lambda s: s.order)]
+    return _bound(" ".join(sentences), MAX_CONTENT_CHARS)
+
+
+def _memory_score(statement: Statement) -> float:
+    words = _TOKEN.findall(statement.source.lower() or statement.text.lower())
+    score = KIND_SCORES[statement.kind] + (1.0 if statement.explicit else 0.0)
+    score += min(sum(_CUES.get(word, 0) for word in words), 4) * 0.5
+    score += 1.0 if any(ch.isdigit() for ch in statement.text) else 0.0
+    # What says more is worth more, up to a point; a pronoun with nothing to refer to less.
+    score += min(len(statement.text.split()), 24) / 12
+    if re.search(r"\b(?:it|that|this|them)\b", statement.text, re.IGNORECASE):
+        score -= 0.5
+    return score
+
+
+def _overlap(first: str, second: str) -> float:
+    a = {w for w in _TOKEN.findall(first.lower()) if len(w) > 3}
+    b = {w for w in _TOKEN.findall(second.lower()) if len(w) > 3}
+    return len(a & b) / max(1, min(len(a), len(b)))
 
 
 def _end_sentence(text: str) -> str:

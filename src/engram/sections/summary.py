@@ -4,6 +4,10 @@ Section titles and order follow the summary-buffer design: system prompt,
 long-term memories, important data, summary, recent messages. Sizes are
 counted here once (cached), so the compaction planner counts exactly what
 the prompt will show.
+
+The model reads the design's titles as they are; a person reading the prompt
+(the dashboard, the demo) sees :func:`section_label`, which names the
+important data for what it is: data from earlier in this same conversation.
 """
 
 from __future__ import annotations
@@ -18,6 +22,13 @@ from engram.tokens import count_message, storage_counter
 #: Section titles, in prompt order (memories come before them).
 IMPORTANT_TITLE = "IMPORTANT DATA FROM PREVIOUS CONVERSATIONS"
 SUMMARY_TITLE = "CONVERSATION SUMMARY"
+#: What a person is shown instead of a title the model reads.
+SECTION_LABELS = {IMPORTANT_TITLE: "IMPORTANT DATA FROM EARLIER IN THIS CONVERSATION"}
+
+
+def section_label(title: str) -> str:
+    """How the section titled ``title`` is named to a person (the prompt keeps ``title``)."""
+    return SECTION_LABELS.get(title, title)
 
 
 def state_sections(state: CompactionState) -> list[Section]:
