@@ -102,15 +102,22 @@ def test_tiny_run_writes_json_and_markdown(tmp_path: Path) -> None:
 
 def test_offline_summary_quality_benchmark_holds() -> None:
     """The offline summary benchmark's headline numbers (deterministic) do not slip back."""
-    from benchmarks.conversations import CONVERSATIONS
-    from benchmarks.summary_quality import measure, totals
+    from benchmarks.summary_quality import ALL, measure, totals
 
-    result = totals({c.name: measure(c) for c in CONVERSATIONS})
+    result = totals({c.name: measure(c) for c in ALL})
     assert result["repeated_entities"] == 0
     assert result["mid_sentence_fragments"] == 0
     assert result["decisions_cut_in_summaries"] == 0
     assert result["filler_in_summaries"] == 0 and result["filler_in_memories"] == 0
     assert result["fact_recall_one_cycle"] >= 0.9 and result["fact_recall_two_cycles"] >= 0.95
+    # What a person would not write: questions, quoted turns, preferences that say nothing.
+    assert result["questions_in_summaries"] == 0
+    assert result["first_person_quotes_in_summaries"] == 0
+    assert result["preferences_that_say_nothing"] == 0
+    found, labelled = map(int, result["labelled_decisions_found"].split("/"))
+    assert found >= 0.9 * labelled and result["decisions_not_labelled"] <= 3
+    assert result["entity_precision"] >= 0.95
+    assert result["memories_over_two_sentences"] == 0 and result["quoted_turns_in_memories"] == 0
 
 
 @pytest.mark.slow

@@ -36,6 +36,9 @@ _NAME = re.compile(
 _WORD = re.compile(rf"(?<![\w'-])[{_UPPER}][\w&'-]+|(?<![\w'-])[a-z][\w'-]+")
 # What may stand between the start of a sentence (or a list item) and its first word.
 _STARTS = re.compile(r"(?:^|[.!?:;]\s+|\n\s*)(?:[-*•]\s+|\d+[.)]\s+)?[\"“'(\[]?$")
+_STARTS_INSIDE = re.compile(r"(?:[.!?:;]\s+|\n\s*)(?:[-*•]\s+|\d+[.)]\s+)?[\"“'(\[]?$")
+#: Characters looked back at to tell whether a word opens a sentence.
+_LOOK_BACK = 16
 _CALENDAR = frozenset(
     "monday tuesday wednesday thursday friday saturday sunday january february march april may"
     " june july august september october november december mondays tuesdays wednesdays"
@@ -141,7 +144,10 @@ def _bare(word: str) -> str:
 
 
 def _opens(text: str, start: int) -> bool:
-    return bool(_STARTS.search(text[:start]))
+    """Whether the word at ``start`` opens a sentence or a list item (a short look back)."""
+    if start <= _LOOK_BACK:
+        return bool(_STARTS.search(text[:start]))
+    return bool(_STARTS_INSIDE.search(text, start - _LOOK_BACK, start))
 
 
 def _trimmed(words: list[str], opens: bool, vocabulary: _Vocabulary) -> list[str]:
