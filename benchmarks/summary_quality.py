@@ -318,6 +318,12 @@ def _cell(value: Any) -> str:
     return str(len(value)) if isinstance(value, list) else str(value)
 
 
+def _served_cell(row: dict[str, Any], key: str) -> str:
+    if key == "decided_found":
+        return f"{row.get(key, '')}/{row.get('decided', '')}"
+    return _cell(row.get(key, ""))
+
+
 def _markdown(result: dict[str, Any], before: dict[str, Any] | None) -> str:
     now = result["totals"]
     head = "| metric | " + ("before | " if before else "") + "now |"
@@ -347,13 +353,15 @@ def _markdown(result: dict[str, Any], before: dict[str, Any] | None) -> str:
         "## The sample as `make run` serves it",
         "",
         "Replayed turn by turn under `summary_buffer` (compacted as it grows), then ended.",
+        "Decisions found are those in the state's `key_decisions` out of every labelled one:",
+        "the decisions of the turns still in the recent window are not folded yet.",
         "",
         head,
         rule,
     ]
     for key in SERVED_KEYS:
-        old = f"{_cell(old_served.get(key, ''))} | " if old_served else ""
-        lines.append(f"| {key.replace('_', ' ')} | {old}{_cell(served[key])} |")
+        old = f"{_served_cell(old_served, key)} | " if old_served else ""
+        lines.append(f"| {key.replace('_', ' ')} | {old}{_served_cell(served, key)} |")
     lines += ["", "Summary now:", "", "> " + served["summary"], ""]
     if old_served:
         lines += ["Summary before:", "", "> " + old_served["summary"], ""]

@@ -255,3 +255,11 @@ def test_a_summary_never_quotes_asks_or_thanks(turns: list[tuple[str, str]], ver
     if memory is not None:
         assert len(split_sentences(memory)) <= 2
         assert "?" not in memory and not _FIRST_PERSON.search(memory)
+
+
+def test_a_request_headed_by_a_name_is_a_request() -> None:
+    said = _said(
+        ("user", "Jonas Lindqvist, put his name down for support readiness."),
+        ("assistant", 'Done: "Support readiness: Jonas Lindqvist, training on March 24."'),
+    )
+    assert said == [(DECISION, "Support readiness: Jonas Lindqvist, training on March 24.")]

@@ -197,6 +197,8 @@ _ADVICE = re.compile(
 _WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
 #: A lead-in that only announces what follows ("Here is a first draft.", "Three options:").
 _LEAD_IN = re.compile(r"^(?:here(?:'s|\s+is|\s+are|\s+it\s+is)\b|.*:$)", re.IGNORECASE)
+#: A name heading an imperative ("Jonas Lindqvist, put his name down ...").
+_VOCATIVE = re.compile(r"^[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?,\s+(?=[a-z])")
 _LETS = re.compile(r"^let(?:'s|\s+us)\b", re.IGNORECASE)
 _JSON_LIKE = re.compile(r"^\s*[\[{]")
 
@@ -379,8 +381,10 @@ def _is_question(sentence: str) -> bool:
 
 
 def _is_request(sentence: str) -> bool:
-    first = sentence.split()[0].lower().strip(",:")
-    return bool(_REQUEST.match(sentence)) or first in _WORK_VERBS or first in _PLAN_VERBS
+    """Asked of the assistant: "Can you ...", "Put that in the doc", "Jonas, put his name down"."""
+    addressed = _VOCATIVE.sub("", sentence) or sentence
+    first = addressed.split()[0].lower().strip(",:")
+    return bool(_REQUEST.match(addressed)) or first in _WORK_VERBS or first in _PLAN_VERBS
 
 
 def _plan_change(sentence: str) -> bool:
