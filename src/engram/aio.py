@@ -10,8 +10,10 @@
     ctx = await chat.context(budget=8000, system="You are a project assistant.")
 
 Each coroutine runs the synchronous method of the same name in a worker
-thread through :func:`offload`, the one async boundary (as the Agents SDK's
-``SQLiteSession`` does with ``asyncio.to_thread``). No logic lives here: the
+thread through :func:`offload`, the one async boundary of Engram (the REST
+routes, the proxy, the MCP server and the async chat loop cross it too), as
+the Agents SDK's ``SQLiteSession`` runs its SQLite calls in a thread. No logic
+lives here: the
 wrappers are derived from the synchronous methods (:func:`_threaded`), so
 their arguments, results, errors and docstrings are those of
 :class:`~engram.engine.Engram`, :class:`~engram.session.Session` and
@@ -30,6 +32,8 @@ import functools
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import Future
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+
+from anyio import to_thread
 
 from engram.agent_state import AgentState
 from engram.engine import Engram, open
@@ -50,9 +54,12 @@ async def offload(func: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) ->
 
     The only place where async code enters the synchronous core: the store,
     the token counter and background scheduling stay synchronous (one
-    implementation), and the event loop is never blocked by them.
+    implementation), and the event loop is never blocked by them. The thread
+    comes from anyio's pool, the one Starlette runs synchronous routes in; a
+    cancelled caller waits for the call to finish, so a write is never cut
+    halfway.
     """
-    return await asyncio.to_thread(func, *args, **kwargs)
+    return await to_thread.run_sync(functools.partial(func, *args, **kwargs))
 
 
 class _Threaded(Generic[S]):

@@ -15,8 +15,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from engram.aio import offload
 from engram.server.auth import Caller, KeyCheck, is_remote
-from engram.server.boundary import offload
 from engram.server.deps import EngramDep
 from engram.server.errors import Forbidden, NotAuthenticated
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-import anyio
 import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
@@ -29,6 +28,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 from engram import tools
+from engram.aio import offload
 from engram.engine import Engram
 from engram.errors import EngramError, NotFound
 from engram.memories.records import memory_json
@@ -102,7 +102,7 @@ def build_server(engram: Engram, resolve: Resolver) -> Server[Any]:
             return tools.dispatch(session, params.name, arguments, registry=allowed)
 
         try:
-            text = await anyio.to_thread.run_sync(run)
+            text = await offload(run)
         except EngramError as exc:
             text = tools.ToolError(_kind(exc), str(exc)).to_json()
         return _result(text)
@@ -111,9 +111,7 @@ def build_server(engram: Engram, resolve: Resolver) -> Server[Any]:
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         binding = resolve(ctx)
-        sessions = await anyio.to_thread.run_sync(
-            lambda: engram.sessions(binding.scope, limit=MAX_LISTED_SESSIONS)
-        )
+        sessions = await offload(engram.sessions, binding.scope, limit=MAX_LISTED_SESSIONS)
         listed = [
             types.Resource(
                 uri=memories_uri(binding.scope),
@@ -154,7 +152,7 @@ def build_server(engram: Engram, resolve: Resolver) -> Server[Any]:
         binding = resolve(ctx)
         uri = str(params.uri)
         try:
-            document = await anyio.to_thread.run_sync(lambda: _resource(engram, binding, uri))
+            document = await offload(_resource, engram, binding, uri)
         except EngramError as exc:
             raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
         return types.ReadResourceResult(

@@ -21,15 +21,15 @@ away mid-stream leaves the partial answer stored and marked ``cut``.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import anyio
 
 from engram import tools
+from engram.aio import offload
 from engram.errors import LLMError
 from engram.models import JSON
 from engram.proxy.history import Round, build_round, run_engram_calls, store_answer, store_new
@@ -39,13 +39,7 @@ from engram.proxy.stream import DONE, Gathered, error_event, event, tool_call_ch
 from engram.proxy.upstream import Upstream
 from engram.session import Session
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
-
-
-async def _offload(func: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-    return await anyio.to_thread.run_sync(functools.partial(func, *args, **kwargs))
 
 
 @dataclass(slots=True)
@@ -168,7 +162,7 @@ class ProxyTurn:
                 self.session, self.request, engram_tools=not last, budget=self.budget
             )
 
-        built = await anyio.to_thread.run_sync(work)
+        built = await offload(work)
         self.report.saw(built)
         return built
 
@@ -183,11 +177,11 @@ class ProxyTurn:
         ours = [c for c in calls if _name(c) in tools.TOOLS]
         theirs = [c for c in calls if _name(c) not in tools.TOOLS]
         if ours and not last:
-            await _offload(run_engram_calls, self.session, message, ours, built.room)
+            await offload(run_engram_calls, self.session, message, ours, built.room)
             if not theirs:
                 return None
             return theirs  # the call message is stored with Engram's results
-        await _offload(store_answer, self.session, {**message, "tool_calls": theirs})
+        await offload(store_answer, self.session, {**message, "tool_calls": theirs})
         return theirs
 
     def _shaped(self, answer: JSON, message: JSON, theirs: list[JSON]) -> JSON:
@@ -226,7 +220,7 @@ class ProxyTurn:
         finally:
             with anyio.CancelScope(shield=True):
                 await stack.aclose()
-                await _offload(store_answer, self.session, gathered.message(), cut=not finished)
+                await offload(store_answer, self.session, gathered.message(), cut=not finished)
         yield DONE if broken is None else error_event(broken)
 
     def _relayed(self, chunk: JSON) -> bytes | None:

@@ -20,10 +20,10 @@ from fastapi import APIRouter, Depends, Path, Request
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from engram.aio import offload
 from engram.engine import Engram
 from engram.intake.validation import MAX_ID_CHARS
 from engram.server.auth import Caller, KeyCheck, is_remote
-from engram.server.boundary import offload
 from engram.server.errors import COMMON_ERRORS, NotAuthenticated
 from engram.server.metrics import ServerMetrics
 from engram.server.schemas import ErrorOut

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from engram.server.boundary import offload
+from engram.aio import offload
 from engram.server.deps import EngramDep, MetricsDep
 from engram.server.errors import NotReady
 from engram.server.schemas import HealthOut

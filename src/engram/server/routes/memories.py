@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Path, Query
 
-from engram.server.boundary import offload
+from engram.aio import offload
 from engram.server.convert import memory_out
 from engram.server.deps import EngramDep, ScopePath, v1_router
 from engram.server.schemas import (

@@ -6,8 +6,9 @@ from typing import Annotated
 
 from fastapi import Header, Path, Query
 
+from engram.aio import offload
 from engram.errors import InvalidMessage
-from engram.server.boundary import offload, on_session
+from engram.server.boundary import on_session
 from engram.server.convert import message_out, messages_out, one_message_error
 from engram.server.deps import EngramDep, MetricsDep, ScopePath, SessionPath, v1_router
 from engram.server.schemas import AppendIn, AppendOut, MessageBatchIn, MessageOut, MessagePage

@@ -9,8 +9,9 @@ from typing import Annotated, Literal
 from fastapi import Path, Query
 
 from engram import tools
+from engram.aio import offload
 from engram.limits import MAX_EXTENDED_CONTEXT
-from engram.server.boundary import offload, on_session
+from engram.server.boundary import on_session
 from engram.server.convert import hit_out, messages_out
 from engram.server.deps import READ, EngramDep, ScopePath, SessionPath, v1_router
 from engram.server.schemas import (

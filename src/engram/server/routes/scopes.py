@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engram.server.boundary import offload
+from engram.aio import offload
 from engram.server.convert import scope_out
 from engram.server.deps import ADMIN, CallerDep, EngramDep, ScopePath, v1_router
 from engram.server.schemas import ScopeList, ScopeOut, ScopePurgedOut

@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from fastapi import Query
 
+from engram.aio import offload
 from engram.errors import SessionNotFound
-from engram.server.boundary import offload
 from engram.server.convert import session_out
 from engram.server.deps import ADMIN, EngramDep, ScopePath, SessionPath, v1_router
 from engram.server.schemas import DeletedOut, SessionIn, SessionOut, SessionPage
