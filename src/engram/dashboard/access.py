@@ -1,7 +1,7 @@
 """Who is looking: the server's API keys, from a cookie (the login form) or a bearer header.
 
-The dashboard uses the REST server's key check as it is
-(:class:`engram.server.auth.KeyCheck`): the same keys, the same rights, the
+The dashboard resolves its caller as every door of the server does
+(:func:`engram.server.deps.resolve_caller`): the same keys, the same rights, the
 same local mode (no key in the store: every right, this machine only). A
 browser signs in once with a key, kept in an HTTP-only, same-site cookie;
 scripts send ``Authorization: Bearer KEY`` as they do to ``/v1``. A key bound
@@ -15,12 +15,11 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from engram.aio import offload
-from engram.server.auth import Caller, KeyCheck, is_remote
-from engram.server.deps import EngramDep
-from engram.server.errors import Forbidden, NotAuthenticated
+from engram.server.auth import Caller
+from engram.server.deps import EngramDep, bearer_secret, resolve_caller
+from engram.server.errors import Forbidden
 
-__all__ = ["COOKIE", "EngramDep", "Viewer", "ViewerDep", "caller_for", "current_viewer"]
+__all__ = ["COOKIE", "EngramDep", "Viewer", "ViewerDep", "current_viewer"]
 
 #: The cookie that keeps the key of a signed-in browser.
 COOKIE = "engram_key"
@@ -36,8 +35,7 @@ class Viewer:
     @property
     def scopes(self) -> list[str] | None:
         """The scopes this viewer may see, or None for every scope."""
-        key = self.caller.key
-        return None if key is None or key.admin else list(key.scopes)
+        return self.caller.visible()
 
     @property
     def label(self) -> str:
@@ -60,28 +58,6 @@ class Viewer:
         self.caller.require(scope, "write")
 
 
-def _bearer(request: Request) -> str | None:
-    header = request.headers.get("authorization", "")
-    scheme, _, value = header.partition(" ")
-    return value.strip() or None if scheme.lower() == "bearer" else None
-
-
-async def caller_for(request: Request, secret: str | None) -> Caller:
-    """The caller a key makes, with the server's check (cached, else read in a worker thread).
-
-    Raises:
-        NotAuthenticated: a key is needed and this one is missing, unknown or revoked.
-
-    """
-    keys: KeyCheck = request.app.state.key_check
-    caller = keys.cached(secret)
-    if caller is None:
-        caller = await offload(keys.check, secret)
-    if caller.key is None and is_remote(request.client.host if request.client else None):
-        raise NotAuthenticated("this server has no API key yet and serves only its own machine")
-    return caller
-
-
 async def current_viewer(request: Request) -> Viewer:
     """The viewer of a page: a bearer header first, else the signed-in cookie.
 
@@ -92,9 +68,9 @@ async def current_viewer(request: Request) -> Viewer:
     """
     if request.method not in ("GET", "HEAD"):
         _same_origin(request)
-    bearer = _bearer(request)
+    bearer = bearer_secret(request)
     secret = bearer or request.cookies.get(COOKIE) or None
-    caller = await caller_for(request, secret)
+    caller = await resolve_caller(request, secret)
     return Viewer(caller, signed_in=bearer is None and caller.key is not None)
 
 

@@ -7,9 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from engram.dashboard.access import COOKIE, caller_for
+from engram.dashboard.access import COOKIE
 from engram.dashboard.errors import PageRoute
 from engram.dashboard.rendering import render
+from engram.server.deps import resolve_caller
 from engram.server.errors import NotAuthenticated
 
 __all__ = ["COOKIE_SECONDS", "router"]
@@ -39,7 +40,7 @@ async def login(
 ) -> Response:
     """Check the key with the server's key check, then keep it in the cookie."""
     try:
-        caller = await caller_for(request, key.strip() or None)
+        caller = await resolve_caller(request, key.strip() or None)
     except NotAuthenticated:
         return render(
             request,

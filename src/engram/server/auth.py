@@ -43,9 +43,12 @@ class Caller:
         assert self.key is not None
         return scope in self.key.scopes and (self.key.writable or not write)
 
-    def visible(self, scopes: list[str]) -> list[str]:
-        """The scopes of ``scopes`` this caller may read."""
-        return [scope for scope in scopes if self.may(scope, write=False)]
+    def visible(self) -> list[str] | None:
+        """The scopes this caller may read, or None for every scope (admin, local mode)."""
+        if self.admin:
+            return None
+        assert self.key is not None
+        return list(self.key.scopes)
 
     def require(self, scope: str | None, rights: str) -> None:
         """Raise unless this caller has ``rights`` ("read", "write", "admin") on ``scope``."""

@@ -2,7 +2,9 @@
 
 * :data:`EngramDep`: the :class:`~engram.Engram` the app serves.
 * :data:`CallerDep`: the caller's key and rights (401 without a valid key once
-  keys exist).
+  keys exist), from the bearer header.
+* :func:`resolve_caller`: the one caller resolution, whatever door the key came
+  through (the REST bearer header, the dashboard's cookie, MCP over HTTP).
 * :data:`MetricsDep`: the app's Prometheus counters.
 * :func:`enforce_rights`: the router-level dependency of every ``/v1`` router.
   It reads the route's declared rights (``x-engram-rights``: read, write or
@@ -52,13 +54,20 @@ async def engram_of(request: Request) -> Engram:
     return engram
 
 
-async def current_caller(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> Caller:
-    """The caller of this request, from its bearer key (cached checks, else a store read)."""
+async def resolve_caller(request: Request, secret: str | None) -> Caller:
+    """The caller a key makes for this request (cached checks, else a store read in a thread).
+
+    Every door calls it with the key it read (REST and MCP from the bearer
+    header, the dashboard from its cookie or the header), so the same key has
+    the same rights everywhere.
+
+    Raises:
+        NotAuthenticated: a key is needed and this one is missing, unknown or
+            revoked, or the server has no key yet and the request comes from
+            another machine.
+
+    """
     keys: KeyCheck = request.app.state.key_check
-    secret = credentials.credentials if credentials is not None else None
     caller = keys.cached(secret)
     if caller is None:
         caller = await offload(keys.check, secret)
@@ -68,6 +77,20 @@ async def current_caller(
             "create one with `engram keys create`"
         )
     return caller
+
+
+def bearer_secret(request: Request) -> str | None:
+    """The key of an ``Authorization: Bearer KEY`` header, or None."""
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    return value.strip() or None if scheme.lower() == "bearer" else None
+
+
+async def current_caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> Caller:
+    """The caller of a ``/v1`` request, from its bearer key (see :func:`resolve_caller`)."""
+    return await resolve_caller(request, credentials.credentials if credentials else None)
 
 
 async def metrics_of(request: Request) -> ServerMetrics:

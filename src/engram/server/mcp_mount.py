@@ -14,15 +14,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.security import HTTPAuthorizationCredentials
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from engram.errors import EngramError, MissingDependency
 from engram.intake.validation import check_id
-from engram.server.auth import Caller
-from engram.server.deps import current_caller
+from engram.server.deps import bearer_secret, resolve_caller
 from engram.server.errors import error_body, status_of
 from engram.server.routes.proxy import own_scope
 
@@ -42,7 +40,7 @@ def mount_mcp(app: FastAPI) -> bool:
 
     async def authorize(request: Request) -> Binding | Response:
         try:
-            caller = await _caller(request)
+            caller = await resolve_caller(request, bearer_secret(request))
             scope = check_id("scope", request.headers.get("x-engram-scope") or own_scope(caller))
             caller.require(scope, "read")
             session = check_id(
@@ -64,14 +62,3 @@ def mount_mcp(app: FastAPI) -> bool:
 
     app.router.lifespan_context = lifespan
     return True
-
-
-async def _caller(request: Request) -> Caller:
-    """The caller, checked exactly as on every ``/v1`` route."""
-    scheme, _, secret = request.headers.get("authorization", "").partition(" ")
-    credentials = (
-        HTTPAuthorizationCredentials(scheme=scheme, credentials=secret.strip())
-        if scheme.lower() == "bearer" and secret.strip()
-        else None
-    )
-    return await current_caller(request, credentials)

@@ -114,9 +114,8 @@ async def _json(request: Request) -> dict[str, Any]:
 
 def own_scope(caller: Caller) -> str:
     """The scope of a request that names none: a one-scope key's scope, else ``default``."""
-    if caller.key is not None and not caller.key.admin and len(caller.key.scopes) == 1:
-        return str(caller.key.scopes[0])
-    return DEFAULT_SCOPE
+    visible = caller.visible()
+    return visible[0] if visible is not None and len(visible) == 1 else DEFAULT_SCOPE
 
 
 async def _upstream_failed(request: Request, exc: Exception) -> Response:

@@ -13,8 +13,7 @@ router = v1_router("scopes")
 @router.get("/scopes", response_model=ScopeList)
 async def list_scopes(engram: EngramDep, caller: CallerDep) -> ScopeList:
     """Every scope the key may read, with sessions, messages, stored tokens and last activity."""
-    only = None if caller.admin else list(caller.key.scopes if caller.key else ())
-    summaries = await offload(engram.scope_summaries, only)
+    summaries = await offload(engram.scope_summaries, caller.visible())
     return ScopeList(scopes=[scope_out(s) for s in summaries])
 
 
