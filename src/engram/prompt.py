@@ -101,11 +101,12 @@ def build_prompt(
     """The prompt for the next turn of one session (see the module docstring).
 
     ``totals`` are the session's stored totals (:func:`stored_totals`), read by
-    the caller, which records them in the prompt log too; a policy's
-    ``cache_window`` anchors on them.
+    the caller, which records them in the prompt log too; the prompt carries
+    them (``Context.history``) and a policy's ``cache_window`` anchors on them.
     """
+    history = totals
     if not policy.cache_window:
-        totals = None
+        totals = None  # the builder sizes its reads by them only for a cache window
     sections: list[Section] = []
     memories = runtime.memories_section(scope)
     if memories is not None:
@@ -113,13 +114,14 @@ def build_prompt(
     extras = providers_for(policy), filters_for(policy), views_for(policy)
     if not policy.compacts and not any(extras):
         # The hot path of lean policies: no state is read, the builder pages the store.
-        return _build(
+        ctx = _build(
             request,
             policy,
             sections,
             tail_reader(runtime.store, scope, session),
             totals=totals,
         )
+        return ctx if ctx.history == history else dataclasses.replace(ctx, history=history)
     fixed = fixed_tokens(request.system, sections)
     reads = _read(runtime.store, scope, session, policy)
     if policy.compacts:
@@ -151,6 +153,7 @@ def build_prompt(
         notes=[*ctx.notes, *reads.notes],
         pending_compaction=reads.pending,
         degraded=ctx.degraded or reads.degraded,
+        history=history,
     )
 
 

@@ -215,12 +215,9 @@ class Session:
             compact=compact,
             merge_system=merge_system,
         )
-        # One read of the stored totals serves the cache-aware window and the prompt log.
-        totals = (
-            stored_totals(self._store, self.scope, self.id)
-            if compact or active.cache_window
-            else None
-        )
+        # One read of the stored totals serves the prompt (Context.history), the
+        # cache-aware window and the prompt log.
+        totals = stored_totals(self._store, self.scope, self.id)
         ctx = build_prompt(self.runtime, self.scope, self.id, active, request, totals=totals)
         self.runtime.remember_visible(self.scope, self.id, ctx.message_ids)
         if compact and totals is not None:  # a session never written records nothing

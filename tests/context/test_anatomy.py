@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from tests.images import image_part, png_url
 
 import engram
+from engram.context import HistoryTotals
 from engram.context.anatomy import RECENT, SYSTEM, describe
 from engram.engine import Engram
 from engram.sections.summary import SUMMARY_TITLE
@@ -72,6 +73,25 @@ class TestParts:
         ctx = chat.context(500, system="[CONVERSATION SUMMARY]\nnot a section", compact=False)
         anatomy = describe(ctx, system="[CONVERSATION SUMMARY]\nnot a section")
         assert [g.title for g in anatomy.groups] == [SYSTEM, RECENT]
+
+    def test_a_merged_system_message_is_one_part(self, chat_engram: Engram) -> None:
+        chat_engram.memories("p").create("Maya owns the launch.")
+        chat = chat_engram.session("s", scope="p")
+        chat.add("user", "hi")
+        ctx = chat.context(800, system="Be brief.", merge_system=True, compact=False)
+        anatomy = describe(ctx)
+        assert [g.title for g in anatomy.groups] == [SYSTEM, RECENT]
+        assert _total(anatomy) == ctx.tokens
+
+    def test_the_session_totals_travel_with_the_prompt(self, chat_engram: Engram) -> None:
+        chat = chat_engram.session("s", scope="p")
+        chat.add("user", "hi")
+        chat.add("assistant", "hello")
+        info = chat.info()
+        assert info is not None
+        for compact in (False, True):
+            history = chat.context(800, compact=compact).history
+            assert history == HistoryTotals(info.message_count, info.token_count)
 
 
 @settings(

@@ -7,8 +7,10 @@ from collections.abc import Callable
 from fastapi.testclient import TestClient
 from tests.images import image_part, png_url
 
+from engram.context.anatomy import RECENT, SYSTEM, describe
 from engram.engine import Engram
 from engram.idempotency import RECORD
+from engram.memories.rendering import SECTION_TITLE as MEMORIES_TITLE
 from engram.tokens import count_message, storage_counter
 
 MESSAGES = "/v1/scopes/phoenix/sessions/chat-1/messages"
@@ -189,6 +191,21 @@ class TestPromptAndRetrieval:
         assert [s["title"] for s in ctx["sections"]] and all(
             s["tokens"] > 0 for s in ctx["sections"]
         )
+
+    def test_section_tokens_are_those_the_dashboard_shows(
+        self, api: TestClient, sqlite_engram: Engram
+    ) -> None:
+        _seed(api)
+        api.post("/v1/scopes/phoenix/memories", json={"content": "The team ships on Fridays."})
+        system = f"[{MEMORIES_TITLE}]\n" + "Answer in one short line. " * 40  # looks like one
+        asked = {"budget": 4000, "system": system, "model": "gpt-4o-mini", "compact": False}
+        rest = api.post("/v1/scopes/phoenix/sessions/chat-1/context", json=asked).json()
+        built = sqlite_engram.session("chat-1", "phoenix").context(
+            4000, system=system, model="gpt-4o-mini", compact=False
+        )
+        shown = describe(built, model="gpt-4o-mini")
+        assert [g.title for g in shown.groups] == [SYSTEM, MEMORIES_TITLE, RECENT]
+        assert rest["sections"] == [{"title": MEMORIES_TITLE, "tokens": shown.groups[1].tokens}]
 
     def test_search_by_date_extended_stats(self, api: TestClient) -> None:
         ids = _seed(api)

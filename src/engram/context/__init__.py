@@ -42,7 +42,6 @@ Modules: :mod:`~engram.context.results` (what is returned),
 """
 
 from engram.context.builder import MIN_BUDGET, build_context
-from engram.context.cache_window import HistoryTotals
 from engram.context.costing import RECOUNT_CACHE_SIZE, TEXT_CACHE_SIZE
 from engram.context.results import (
     OLDER_THAN_WINDOW,
@@ -52,6 +51,7 @@ from engram.context.results import (
     TURN_OVER_BUDGET,
     Context,
     HistoryReader,
+    HistoryTotals,
     Omission,
     Section,
 )

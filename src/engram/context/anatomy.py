@@ -3,20 +3,22 @@
 :func:`describe` reads a :class:`~engram.context.Context` (pure: no I/O) and
 says what each of its messages is (the system prompt, a section such as
 long-term memories, important data or the summary, or a stored message of
-the recent window) and what it costs with the target model's counter. The
-parts plus the reply priming add up to ``Context.tokens`` exactly, so a view
-built on them (the dashboard's prompt page) shows the prompt the model
-receives, token for token.
+the recent window) and what it costs. The system prompt and the sections
+cost what the builder counted (``Context.system_tokens``,
+``Context.section_tokens``, as the REST API reports them); the recent
+messages are counted with the target model's counter. The parts plus the
+reply priming add up to ``Context.tokens`` exactly, so a view built on them
+(the dashboard's prompt page) shows the prompt the model receives, token for
+token.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from engram.context import Context
 from engram.models import JSON
-from engram.tokens import REPLY_PRIMING, count_chat_message, counter_for_model
+from engram.tokens import REPLY_PRIMING, TokenCounter, count_chat_message, counter_for_model
 
 __all__ = ["PromptAnatomy", "PromptPart", "describe"]
 
@@ -80,25 +82,14 @@ class PromptAnatomy:
         return self.tokens / self.available if self.available > 0 else 1.0
 
 
-def _message_tokens(counter: Any, message: JSON) -> int:
-    return count_chat_message(counter, message)
-
-
-def _groups_of(ctx: Context, system_given: bool) -> list[str]:
-    """The group of each message of ``ctx``, in order."""
-    labels: list[str] = []
-    messages = ctx.messages
-    index = 0
-    first = messages[0] if messages else None
-    first_is_section = bool(ctx.sections) and str((first or {}).get("content") or "").startswith(
-        f"[{ctx.sections[0]}]\n"
-    )
-    if system_given and first is not None and first["role"] == "system" and not first_is_section:
-        labels.append(SYSTEM)
-        index = 1
-    labels.extend(ctx.sections)
-    labels.extend([RECENT] * (len(messages) - index - len(ctx.sections)))
-    return labels
+def _head(ctx: Context, counter: TokenCounter) -> list[tuple[str, int]]:
+    """The group and tokens of each message before the stored ones, as the builder counted."""
+    head = ctx.messages[: len(ctx.messages) - len(ctx.message_ids)]
+    labels = ([SYSTEM] if ctx.system_tokens else []) + ctx.sections
+    sizes = ([ctx.system_tokens] if ctx.system_tokens else []) + ctx.section_tokens
+    if len(sizes) != len(head):  # merged into one system message (``merge_system``)
+        return [(SYSTEM, count_chat_message(counter, message)) for message in head]
+    return list(zip(labels, sizes, strict=True))
 
 
 def describe(ctx: Context, *, model: str | None = None, system: str | None = None) -> PromptAnatomy:
@@ -106,21 +97,25 @@ def describe(ctx: Context, *, model: str | None = None, system: str | None = Non
 
     Args:
         ctx: A prompt built by :meth:`Session.context`.
-        model: The model it was built for (its counter counts the parts).
-        system: The system prompt it was built with, if any.
+        model: The model it was built for (its counter counts the recent messages).
+        system: Not needed (the context records its system prompt); accepted so
+            callers that pass it keep working.
 
     """
     counter = counter_for_model(model)
-    labels = _groups_of(ctx, bool(system))
+    sized = _head(ctx, counter)
+    sized += [
+        (RECENT, count_chat_message(counter, message)) for message in ctx.messages[len(sized) :]
+    ]
     recent_ids = iter(ctx.message_ids)
     groups: list[PromptGroup] = []
     current: list[PromptPart] = []
-    for label, message in zip(labels, ctx.messages, strict=True):
+    for (label, tokens), message in zip(sized, ctx.messages, strict=True):
         part = PromptPart(
             group=label,
             role=message["role"],
             content=str(message.get("content") or ""),
-            tokens=_message_tokens(counter, message),
+            tokens=tokens,
             message_id=next(recent_ids, None) if label == RECENT else None,
             message=message,
         )

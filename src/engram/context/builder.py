@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engram.context.cache_window import HistoryTotals, align_window
+from engram.context.cache_window import align_window
 from engram.context.costing import Costing
 from engram.context.results import (
     ORPHAN_TOOL_RESULT,
@@ -23,6 +23,7 @@ from engram.context.results import (
     TURN_OVER_BUDGET,
     Context,
     HistoryReader,
+    HistoryTotals,
     Omission,
     Section,
 )
@@ -133,7 +134,8 @@ def build_context(
             are folded into a summary).
         views: Text to show instead of the stored content, by message id
             (e.g. short views of long answers made by compaction).
-        totals: The session's stored totals; with a policy's ``cache_window``
+        totals: The session's stored totals, carried as ``Context.history``;
+            they size the first read, and with a policy's ``cache_window``
             the window's start then moves in chunks so the prompt's prefix
             stays identical between turns (:mod:`engram.context.cache_window`).
         merge_system: Show the system prompt and the sections as one system
@@ -179,7 +181,9 @@ def build_context(
     _report_window(window, turn, report)
 
     # 3. Assemble: system, sections, window (oldest first), current turn.
-    return _assemble(costing, pol, fixed, window, turn, report, budget=budget, reserve=reserve)
+    return _assemble(
+        costing, pol, fixed, window, turn, report, budget=budget, reserve=reserve, history=totals
+    )
 
 
 def _fixed_parts(
@@ -260,6 +264,7 @@ def _assemble(
     *,
     budget: int,
     reserve: int,
+    history: HistoryTotals | None,
 ) -> Context:
     """Lay out the prompt: system, sections, window (oldest first), current turn."""
     messages, fixed_cost = fixed.messages(costing)
@@ -312,6 +317,9 @@ def _assemble(
         policy=pol.name,
         notes=report.notes,
         sections=[section.title for section, _ in fixed.blocks],
+        section_tokens=list(fixed.block_costs),
+        system_tokens=fixed.system_cost if fixed.system_text else 0,
+        history=history,
         viewed_ids=viewed_ids,
         degraded=report.degraded,
         turn_start=turn_start if turn else None,

@@ -37,21 +37,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engram.context.costing import Costing
-from engram.context.results import OLDER_THAN_WINDOW, OVER_BUDGET
+from engram.context.results import OLDER_THAN_WINDOW, OVER_BUDGET, HistoryTotals
 from engram.context.window import BUDGET, MESSAGES, TOKENS, Cursor, Unit, Window, next_unit
 from engram.models import Message
 from engram.policy import Policy
 
 #: A token chunk is never smaller than this (tiny budgets would move every turn).
 MIN_TOKEN_CHUNK = 16
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryTotals:
-    """A session's stored totals: its messages and their stored tokens."""
-
-    messages: int
-    tokens: int
 
 
 def align_window(

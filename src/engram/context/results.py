@@ -36,6 +36,14 @@ class Section:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryTotals:
+    """A session's stored totals: its messages and their stored tokens."""
+
+    messages: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
 class Omission:
     """Something left out of the prompt, and why.
 
@@ -79,6 +87,14 @@ class Context:
         policy: Name of the policy used.
         notes: Human-readable remarks: degraded modes, pending compaction...
         sections: Titles of the sections in the prompt, in order.
+        section_tokens: Tokens of each section of ``sections`` as its own system
+            message, overhead included (counted as the prompt was).
+        system_tokens: Tokens of the system prompt as its own message, as sent
+            (cut when it had to be), or 0 without one. With ``merge_system``
+            the system prompt and the sections are one message, which costs at
+            most ``system_tokens + sum(section_tokens)``.
+        history: The session's stored totals when the prompt was built (the
+            full history the prompt stands for), or None when not known.
         viewed_ids: Stored messages shown through a caller-given view.
         pending_compaction: Compaction is due but has not run yet.
         degraded: Why the prompt is not the normal one, or None.
@@ -100,6 +116,9 @@ class Context:
     policy: str
     notes: list[str] = field(default_factory=list)
     sections: list[str] = field(default_factory=list)
+    section_tokens: list[int] = field(default_factory=list)
+    system_tokens: int = 0
+    history: HistoryTotals | None = None
     viewed_ids: list[int] = field(default_factory=list)
     pending_compaction: bool = False
     degraded: str | None = None
@@ -130,6 +149,9 @@ class Context:
             "policy": self.policy,
             "notes": list(self.notes),
             "sections": list(self.sections),
+            "section_tokens": list(self.section_tokens),
+            "system_tokens": self.system_tokens,
+            "history": asdict(self.history) if self.history is not None else None,
             "viewed_ids": list(self.viewed_ids),
             "pending_compaction": self.pending_compaction,
             "degraded": self.degraded,

@@ -109,7 +109,7 @@ def _prompt(chat: Session, budget: int | None, model: str | None, system: str | 
     ctx = chat.context(budget, model=model or None, system=system or None, compact=False)
     return {
         "ctx": ctx,
-        "anatomy": describe(ctx, model=model or None, system=system or None),
+        "anatomy": describe(ctx, model=model or None),
         "state": chat.compaction_state(),
         "budget": budget,
         "model": model or "",
@@ -151,7 +151,6 @@ def conversation(
         viewer=viewer,
         scope=scope,
         session=session,
-        info=chat.info(),
         title=chat.title(),
         policy=chat.policy.name,
         messages=messages,

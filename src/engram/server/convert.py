@@ -18,7 +18,6 @@ from engram.server.schemas import (
     SectionOut,
     SessionOut,
 )
-from engram.tokens import count_message, counter_for_model
 
 
 def one_message_error(exc: InvalidMessage) -> InvalidMessage:
@@ -100,18 +99,12 @@ def memory_out(record: MemoryRecord) -> MemoryOut:
     )
 
 
-def context_out(context: Context, model: str | None) -> ContextOut:
-    """The prompt, with each section's exact tokens (counted as the prompt was)."""
-    counter = counter_for_model(model)
-    sized: list[SectionOut] = []
-    titles = list(context.sections)
-    for message in context.messages:
-        content = message.get("content")
-        if not titles or message.get("role") != "system" or not isinstance(content, str):
-            continue
-        if content.startswith(f"[{titles[0]}]\n"):
-            tokens = count_message(counter, "system", content)
-            sized.append(SectionOut(title=titles.pop(0), tokens=tokens))
+def context_out(context: Context) -> ContextOut:
+    """The prompt, with each section's exact tokens (as the builder counted them)."""
+    sized = [
+        SectionOut(title=title, tokens=tokens)
+        for title, tokens in zip(context.sections, context.section_tokens, strict=True)
+    ]
     data = context.to_dict()
     return ContextOut(
         messages=data["messages"],

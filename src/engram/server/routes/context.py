@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from engram.context import Context
 from engram.server.boundary import on_session
 from engram.server.convert import context_out
 from engram.server.deps import READ, EngramDep, MetricsDep, ScopePath, SessionPath, v1_router
@@ -28,8 +29,8 @@ async def build_context(
     never writes. A session nothing created yet (no append, no ``PUT``) is 404.
     """
 
-    def build(handle: Session) -> tuple[ContextOut, int]:
-        context = handle.context(
+    def build(handle: Session) -> Context:
+        return handle.context(
             body.budget,
             reserve=body.reserve,
             system=body.system,
@@ -37,10 +38,8 @@ async def build_context(
             policy=body.policy,
             compact=body.compact,
         )
-        info = handle.info()
-        return context_out(context, body.model), info.token_count if info else 0
 
-    out, stored = await on_session(engram, scope, session, build)
-    metrics.prompt_tokens_sent.inc(out.tokens)
-    metrics.prompt_tokens_history.inc(stored)
-    return out
+    context = await on_session(engram, scope, session, build)
+    metrics.prompt_tokens_sent.inc(context.tokens)
+    metrics.prompt_tokens_history.inc(context.history.tokens if context.history else 0)
+    return context_out(context)
