@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from engram.errors import ConfigError
 from engram.intake.images import image_size
+from engram.intake.parts import content_text
 
 if TYPE_CHECKING:
     import tiktoken
@@ -518,8 +519,7 @@ def count_chat_message(counter: TokenCounter, message: Mapping[str, Any]) -> int
     parts = None
     if not isinstance(content, str):  # multi-part content: its text parts and images
         parts = [part for part in content if isinstance(part, Mapping)]
-        # Joined as Engram stores list content (engram.intake.checks.content_parts).
-        content = "\n".join(str(p.get("text", "")) for p in parts if p.get("type") == "text")
+        content = content_text(parts)  # as Engram stores list content
     return count_message(
         counter,
         message["role"],

@@ -7,6 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engram.intake.parts import content_text
 from engram.models import JSON, Message
 
 #: Characters of one message kept in a transcript (a giant tool result must not
@@ -32,12 +33,7 @@ def as_openai(message: MessageLike) -> JSON:
 
 def text_of(message: Mapping[str, Any]) -> str:
     """Return the text content of an OpenAI-format message (multi-part content joined)."""
-    content = message.get("content") or ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    return str(content)
+    return content_text(message.get("content") or "")
 
 
 def tool_call_names(message: Mapping[str, Any]) -> list[str]:

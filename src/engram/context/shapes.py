@@ -23,6 +23,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engram.intake.parts import content_text
 from engram.models import JSON
 
 __all__ = ["CACHE_CONTROL", "MAX_BREAKPOINTS", "anthropic_prompt", "merge_system"]
@@ -47,7 +48,7 @@ def merge_system(messages: Sequence[Mapping[str, Any]]) -> list[JSON]:
     lead = _leading_system(messages)
     if lead <= 1:
         return [dict(m) for m in messages]
-    text = SYSTEM_JOINER.join(_text_of(m.get("content")) for m in messages[:lead])
+    text = SYSTEM_JOINER.join(content_text(m.get("content")) for m in messages[:lead])
     return [{"role": "system", "content": text}, *(dict(m) for m in messages[lead:])]
 
 
@@ -74,7 +75,7 @@ def anthropic_prompt(
 
     """
     lead = _leading_system(messages)
-    system_texts = [_text_of(m.get("content")) for m in messages[:lead]]
+    system_texts = [content_text(m.get("content")) for m in messages[:lead]]
     out: list[JSON] = []
     stable_end: int | None = None  # index in ``out`` of the last message before the turn
     for index in range(lead, len(messages)):
@@ -115,21 +116,6 @@ def _leading_system(messages: Sequence[Mapping[str, Any]]) -> int:
     return count
 
 
-def _text_of(content: Any) -> str:
-    """Plain text of OpenAI content: a string, or the text parts of a part list."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            str(part.get("text", ""))
-            for part in content
-            if isinstance(part, Mapping) and part.get("type") == "text"
-        )
-    return str(content)
-
-
 def _text_block(text: str) -> JSON:
     return {"type": "text", "text": text}
 
@@ -141,13 +127,13 @@ def _anthropic_turn(message: Mapping[str, Any]) -> tuple[str, list[JSON]]:
         result: JSON = {
             "type": "tool_result",
             "tool_use_id": str(message.get("tool_call_id") or ""),
-            "content": _text_of(message.get("content")),
+            "content": content_text(message.get("content")),
         }
         return "user", [result]
     blocks = _content_blocks(message.get("content"))
     if role == "system":
         # Anthropic has no system turn inside the conversation: keep it as user text.
-        return "user", [_text_block(f"[system] {_text_of(message.get('content'))}")]
+        return "user", [_text_block(f"[system] {content_text(message.get('content'))}")]
     if role == "assistant":
         blocks.extend(_tool_use(call) for call in message.get("tool_calls") or ())
         return "assistant", blocks or [_text_block("")]

@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engram.errors import InvalidMessage
+from engram.intake.parts import join_texts
 from engram.models import JSON
 
 __all__ = ["REASONING_BLOCKS", "has_tool_blocks", "split_anthropic"]
@@ -170,4 +171,4 @@ def _result_text(where: str, content: object) -> str:
                 field=f"{where}.content[{index}].text",
             )
         texts.append(text)
-    return "\n".join(texts)
+    return join_texts(texts)

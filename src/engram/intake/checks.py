@@ -27,6 +27,7 @@ from typing import Any
 
 from engram.errors import EngramError, InvalidMessage, InvalidQuery
 from engram.intake.images import parse_data_url
+from engram.intake.parts import TEXT_PARTS, join_texts
 from engram.models import JSON
 
 #: Largest message content accepted, in UTF-8 bytes (1 MiB).
@@ -191,8 +192,6 @@ MAX_PARTS_BYTES = 8 * 1_048_576
 IMAGE_DETAILS = frozenset({"low", "high", "auto"})
 #: Media types of image data URLs: the formats OpenAI's vision models read.
 IMAGE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
-#: Content-part types whose text is the message's text (OpenAI chat and Responses, Anthropic).
-TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 #: Image part types read: OpenAI chat (``image_url``), Responses (``input_image``), Anthropic.
 IMAGE_PARTS = frozenset({"image_url", "input_image", "image"})
 
@@ -200,7 +199,8 @@ IMAGE_PARTS = frozenset({"image_url", "input_image", "image"})
 def content_parts(field: str, parts: Sequence[Any]) -> tuple[str, list[JSON] | None]:
     """List content as ``(text, parts)``: the joined text, and the parts when one is an image.
 
-    Text parts (and refusals) are joined with newlines into the text. When a
+    Text parts (and refusals) are joined into the text
+    (:func:`engram.intake.parts.join_texts`). When a
     part is an image, ``parts`` is the whole list in OpenAI's chat shape: text
     parts as ``{"type": "text"}``, images as ``{"type": "image_url"}`` with
     their URL unchanged (Responses ``input_image`` parts and Anthropic
@@ -235,7 +235,7 @@ def content_parts(field: str, parts: Sequence[Any]) -> tuple[str, list[JSON] | N
         texts.append(text)
         shaped.append({"type": "text", "text": text})
     if not images:
-        return "\n".join(texts), None
+        return join_texts(texts), None
     # Texts and URLs were checked one by one: their sizes add up without a JSON dump.
     size = sum(_utf8_size(field, text, InvalidMessage) for text in texts) + sum(
         _utf8_size(field, p["image_url"]["url"], InvalidMessage) for p in shaped if "image_url" in p
@@ -245,7 +245,7 @@ def content_parts(field: str, parts: Sequence[Any]) -> tuple[str, list[JSON] | N
             f"{field} holds {size} bytes of text and image URLs; the limit is {MAX_PARTS_BYTES}",
             field=_path(field),
         )
-    return "\n".join(texts), shaped
+    return join_texts(texts), shaped
 
 
 def _text_part(where: str, part: Mapping[str, Any]) -> str:

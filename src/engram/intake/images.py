@@ -13,6 +13,8 @@ import binascii
 import io
 import re
 
+from engram.intake.parts import join_texts
+
 __all__ = ["DataURL", "describe", "image_size", "parse_data_url", "readable"]
 
 #: ``data:<media type>[;params];base64,<payload>``; the media type is lower-cased on read.
@@ -106,7 +108,7 @@ def readable(content: object) -> str:
             pieces.append(describe(part.get("image_url")))
         elif kind == "text":
             pieces.append(str(part.get("text", "")))
-    return "\n".join(pieces)
+    return join_texts(pieces)
 
 
 def _header_size(data: bytes) -> tuple[int, int] | None:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from engram.aio import AsyncEngram, AsyncSession, offload
 from engram.engine import Engram, open
 from engram.errors import InvalidMessage, MissingDependency
+from engram.intake.parts import join_texts
 from engram.integrations.retrieval import BoundTool, bound_tools
 from engram.models import JSON, Message
 from engram.policy import Policy
@@ -302,4 +303,4 @@ def _text(content: Any) -> str:
                 f"item content: a {kind!r} part; Engram stores text and image parts"
             )
         parts.append(text)
-    return "".join(parts)
+    return join_texts(parts)

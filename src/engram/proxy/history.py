@@ -17,6 +17,7 @@ from typing import Any
 
 from engram import tools
 from engram.chat.loop import result_cap
+from engram.intake.parts import content_text
 from engram.models import JSON
 from engram.proxy.request import ChatRequest
 from engram.session import Session
@@ -131,5 +132,5 @@ def _clean(message: Mapping[str, Any]) -> JSON:
     if isinstance(content, list) and all(
         isinstance(part, Mapping) and part.get("type") == "text" for part in content
     ):
-        out["content"] = "".join(str(part.get("text", "")) for part in content)
+        out["content"] = content_text(content)
     return out

@@ -18,6 +18,7 @@ from typing import Any
 from engram import tools
 from engram.chat.loop import DEFAULT_RESERVE, system_prompt
 from engram.errors import InvalidMessage, InvalidQuery
+from engram.intake.parts import content_text
 from engram.models import JSON
 
 #: Body keys Engram replaces or removes before the request goes upstream.
@@ -112,7 +113,7 @@ def parse_request(body: object) -> ChatRequest:
         if not isinstance(message, Mapping):
             raise InvalidMessage(f"messages[{index}] must be an object")
         if message.get("role") in _INSTRUCTION_ROLES:
-            system.append(_text(message.get("content")))
+            system.append(content_text(message.get("content")))
         else:
             new.append(dict(message))
     options = body.get("stream_options")
@@ -163,13 +164,4 @@ def _tool_name(schema: object) -> str:
         function = schema.get("function")
         if isinstance(function, Mapping) and isinstance(function.get("name"), str):
             return str(function["name"])
-    return ""
-
-
-def _text(content: object) -> str:
-    """The text of a message content: a string, or the text parts of a list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
     return ""

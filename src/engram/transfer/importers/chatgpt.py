@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from engram.errors import ImportFormatError, InvalidMessage
+from engram.intake.parts import join_texts
 from engram.intake.validation import build_message
 from engram.models import JSON, ROLES
 from engram.transfer.importers.common import (
@@ -209,7 +210,7 @@ def _chatgpt_text(content: Any) -> str:
         return ""
     parts = content.get("parts")
     if isinstance(parts, list):
-        return "\n".join(_part_texts(parts))
+        return join_texts(_part_texts(parts))
     text = content.get("text") or content.get("result")
     return text if isinstance(text, str) else ""
 
