@@ -40,6 +40,10 @@ class NewMessage:
     metadata: JSON = field(default_factory=dict)
     parts: list[JSON] | None = None
 
+    def to_openai(self) -> JSON:
+        """This message in OpenAI chat-completions format (see :meth:`Message.to_openai`)."""
+        return openai_message(self)
+
 
 @dataclass(slots=True)
 class Message:
@@ -80,15 +84,7 @@ class Message:
 
         A message with ``parts`` (an image) shows them as its content, as given.
         """
-        content: str | list[JSON] = self.content if self.parts is None else self.parts
-        out: JSON = {"role": self.role, "content": content}
-        if self.name:
-            out["name"] = self.name
-        if self.tool_calls:
-            out["tool_calls"] = self.tool_calls
-        if self.tool_call_id:
-            out["tool_call_id"] = self.tool_call_id
-        return out
+        return openai_message(self)
 
     def to_dict(self) -> JSON:
         """Everything about this message as plain JSON-ready data.
@@ -108,6 +104,23 @@ class Message:
             metadata=dict(self.metadata),
         )
         return out
+
+
+def openai_message(message: NewMessage | Message) -> JSON:
+    """A message in OpenAI chat-completions format: the one writer of that shape.
+
+    A message with ``parts`` (an image) shows them as its content, as given;
+    empty optional fields are left out.
+    """
+    content: str | list[JSON] = message.content if message.parts is None else message.parts
+    out: JSON = {"role": message.role, "content": content}
+    if message.name:
+        out["name"] = message.name
+    if message.tool_calls:
+        out["tool_calls"] = message.tool_calls
+    if message.tool_call_id:
+        out["tool_call_id"] = message.tool_call_id
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,21 +33,8 @@ def one_message_error(exc: InvalidMessage) -> InvalidMessage:
 
 
 def message_out(message: Message) -> MessageOut:
-    """A stored message."""
-    return MessageOut(
-        id=message.id,
-        scope=message.scope,
-        session=message.session,
-        role=message.role,
-        content=message.content,
-        parts=message.parts,
-        name=message.name,
-        tool_calls=message.tool_calls,
-        tool_call_id=message.tool_call_id,
-        created_at=message.created_at,
-        tokens=message.tokens,
-        metadata=dict(message.metadata),
-    )
+    """A stored message: its JSON as :meth:`Message.to_dict` writes it."""
+    return MessageOut.model_validate(message.to_dict())
 
 
 def messages_out(messages: list[Message]) -> list[MessageOut]:

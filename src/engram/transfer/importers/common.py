@@ -158,14 +158,7 @@ def message_from_openai(obj: Mapping[str, Any], seen_calls: set[str]) -> JSON:
 
 def as_dict(message: NewMessage, *, keep_time: bool) -> JSON:
     """A checked message as the dict a batch holds (the time only if the file gave one)."""
-    content = message.content if message.parts is None else message.parts
-    out: JSON = {"role": message.role, "content": content}
-    if message.name is not None:
-        out["name"] = message.name
-    if message.tool_calls:
-        out["tool_calls"] = message.tool_calls
-    if message.tool_call_id is not None:
-        out["tool_call_id"] = message.tool_call_id
+    out = message.to_openai()
     if keep_time:  # otherwise the engine stamps the time of the write
         out["created_at"] = message.created_at
     if message.metadata:
