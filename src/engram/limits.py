@@ -7,3 +7,6 @@ MAX_EXTENDED_CONTEXT = 50
 
 #: Most rows any single store read returns; larger requests are clamped to it.
 MAX_PAGE = 1000
+
+#: Largest message or memory id: ids are signed 64-bit integers in every backend.
+MAX_ID = 2**63 - 1

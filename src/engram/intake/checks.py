@@ -28,6 +28,7 @@ from typing import Any
 from engram.errors import EngramError, InvalidMessage, InvalidQuery
 from engram.intake.images import parse_data_url
 from engram.intake.parts import TEXT_PARTS, join_texts
+from engram.limits import MAX_ID
 from engram.models import JSON
 
 #: Largest message content accepted, in UTF-8 bytes (1 MiB).
@@ -43,7 +44,7 @@ MAX_TOOL_CALLS = 128
 #: Longest scope id, session id, tool-call id or tool name, in characters.
 MAX_ID_CHARS = 256
 #: Largest message id (ids are signed 64-bit integers in every backend).
-MAX_MESSAGE_ID = 2**63 - 1
+MAX_MESSAGE_ID = MAX_ID
 #: OpenAI's rule for the ``name`` field of a message (matched whole).
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 #: Metadata key Engram keeps for the idempotency record of a message (:mod:`engram.idempotency`):
@@ -357,7 +358,7 @@ def image_url(field: str, value: object) -> str:
 
 
 def message_id(field: str, value: object, *, error: type[EngramError] = InvalidQuery) -> int:
-    """A message id: an integer from 1 to 2**63 - 1 (what every backend can hold)."""
+    """A message id: an integer from 1 to :data:`MAX_MESSAGE_ID` (what every backend holds)."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):

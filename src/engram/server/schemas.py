@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
+from engram.intake.checks import MAX_CONTENT_BYTES
 from engram.server.settings import MAX_BATCH, MAX_PAGE_SIZE
 
 JSONObject = dict[str, Any]
@@ -213,7 +214,7 @@ class ContextIn(BaseModel):
 
     budget: int | None = Field(None, ge=1, le=10_000_000, description="Tokens in all.")
     reserve: int | None = Field(None, ge=0, le=10_000_000, description="Kept for the answer.")
-    system: str | None = Field(None, max_length=1_048_576)
+    system: str | None = Field(None, max_length=MAX_CONTENT_BYTES)
     model: str | None = Field(None, max_length=200)
     policy: str | JSONObject | None = None
     compact: bool = Field(True, description="False: never write (no compaction is started).")
@@ -322,7 +323,7 @@ class CompactIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    system: str | None = Field(None, max_length=1_048_576)
+    system: str | None = Field(None, max_length=MAX_CONTENT_BYTES)
     policy: str | JSONObject | None = None
 
 

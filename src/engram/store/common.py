@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from engram.limits import MAX_ID
 from engram.models import JSON, Message
 from engram.store.base import MAX_PAGE
 
@@ -40,6 +41,11 @@ def parse_iso(text: str) -> datetime:
 
     """
     return utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+def storable_id(value: int) -> bool:
+    """Whether ``value`` fits a 64-bit id column (no stored row has an id outside it)."""
+    return -MAX_ID - 1 <= value <= MAX_ID
 
 
 def clamp(limit: int) -> int:

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import Path, Query
 
 from engram.aio import offload
+from engram.limits import MAX_ID
 from engram.server.convert import memory_out
 from engram.server.deps import EngramDep, ScopePath, v1_router
 from engram.server.schemas import (
@@ -22,7 +23,7 @@ from engram.server.settings import MAX_PAGE_SIZE
 
 router = v1_router("memories")
 
-MemoryId = Annotated[int, Path(ge=1, le=2**63 - 1, description="A memory id.")]
+MemoryId = Annotated[int, Path(ge=1, le=MAX_ID, description="A memory id.")]
 
 
 @router.get("/scopes/{scope}/memories", response_model=MemoryList)

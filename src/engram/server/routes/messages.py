@@ -8,6 +8,8 @@ from fastapi import Header, Path, Query
 
 from engram.aio import offload
 from engram.errors import InvalidMessage
+from engram.idempotency import MAX_KEY_BYTES
+from engram.intake.checks import MAX_MESSAGE_ID
 from engram.server.boundary import on_session
 from engram.server.convert import message_out, messages_out, one_message_error
 from engram.server.deps import EngramDep, MetricsDep, ScopePath, SessionPath, v1_router
@@ -16,7 +18,7 @@ from engram.server.settings import MAX_PAGE_SIZE
 
 router = v1_router("messages")
 
-MessageId = Annotated[int, Path(ge=1, le=2**63 - 1, description="A message id.")]
+MessageId = Annotated[int, Path(ge=1, le=MAX_MESSAGE_ID, description="A message id.")]
 
 
 @router.post(
@@ -32,7 +34,7 @@ async def append_messages(
         str | None,
         Header(
             alias="Idempotency-Key",
-            max_length=256,
+            max_length=MAX_KEY_BYTES,
             description="A retry with the same key stores nothing again and answers the "
             "messages the first attempt stored; the same key with other messages is 422.",
         ),
@@ -67,7 +69,9 @@ async def list_messages(
     engram: EngramDep,
     scope: ScopePath,
     session: SessionPath,
-    after: Annotated[int | None, Query(ge=0, le=2**63 - 1, description="Last id seen.")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=MAX_MESSAGE_ID, description="Last id seen.")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 100,
 ) -> MessagePage:
     """The whole history, oldest first, a page at a time (``next_after`` continues it)."""

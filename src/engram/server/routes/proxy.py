@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI, Header, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from engram.idempotency import MAX_KEY_BYTES
 from engram.proxy import (
     InvalidRequest,
     ProxySettings,
@@ -61,7 +62,7 @@ async def chat_completions(
     request: Request,
     engram: EngramDep,
     caller: CallerDep,
-    idempotency_key: str | None = Header(None, alias="Idempotency-Key", max_length=256),
+    idempotency_key: str | None = Header(None, alias="Idempotency-Key", max_length=MAX_KEY_BYTES),
 ) -> Response:
     """Store the new messages, answer with the session's context, store the answer."""
     upstream = _upstream(request)

@@ -10,7 +10,9 @@ from fastapi import Path, Query
 
 from engram import tools
 from engram.aio import offload
+from engram.intake.checks import MAX_MESSAGE_ID
 from engram.limits import MAX_EXTENDED_CONTEXT
+from engram.search.dates import MAX_PHRASE_LENGTH
 from engram.server.boundary import on_session
 from engram.server.convert import hit_out, messages_out
 from engram.server.deps import READ, EngramDep, ScopePath, SessionPath, v1_router
@@ -80,7 +82,7 @@ async def by_date(
         str,
         Query(
             min_length=1,
-            max_length=100,
+            max_length=MAX_PHRASE_LENGTH,
             description="ISO date or range, or a phrase: yesterday, Monday, last week, 3 days ago.",
         ),
     ],
@@ -107,7 +109,7 @@ async def extended(
     scope: ScopePath,
     session: SessionPath,
     count: Annotated[int, Query(ge=1, le=MAX_EXTENDED_CONTEXT)] = 30,
-    before_id: Annotated[int | None, Query(ge=1, le=2**63 - 1)] = None,
+    before_id: Annotated[int | None, Query(ge=1, le=MAX_MESSAGE_ID)] = None,
 ) -> MessageList:
     """More than the default window: up to 50 messages before ``before_id``, oldest first."""
     found = await on_session(

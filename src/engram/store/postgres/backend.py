@@ -42,6 +42,7 @@ from engram.models import (
 from engram.search.index import index_zone
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
+from engram.store.common import storable_id
 from engram.store.common import utc as _utc
 from engram.store.postgres.connection import (
     DEFAULT_MAX_SIZE,
@@ -382,7 +383,7 @@ class PostgresStore(
             ).fetchone()
             return None if row is None else _message(row)
 
-        if not -(2**63) <= int(message_id) < 2**63:
+        if not storable_id(int(message_id)):
             return None
         return self._read(work)
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
 from engram.models import Message
+from engram.store.common import storable_id
 from engram.store.postgres.connection import Conn, PostgresConnections
 from engram.store.postgres.rows import MESSAGE_COLUMNS as _MESSAGE_COLUMNS
 from engram.store.postgres.rows import message as _message
@@ -37,7 +38,7 @@ class PostgresEdits(PostgresConnections):
 
     def delete_messages(self, scope: str, session: str, ids: Sequence[int]) -> list[Message]:
         """Delete these messages of the session, atomically; returns those deleted, oldest first."""
-        wanted = sorted({int(i) for i in ids if -(2**63) <= int(i) < 2**63})
+        wanted = sorted({int(i) for i in ids if storable_id(int(i))})
         if not wanted:
             return []
 

@@ -16,7 +16,7 @@ from typing import Any
 from engram.models import JSON, MemoryRecord, UsageRecord, frozen_metadata
 from engram.store.batch_check import json_value
 from engram.store.common import clamp as _clamp
-from engram.store.common import split_audit_event
+from engram.store.common import split_audit_event, storable_id
 from engram.store.common import utc as _utc
 from engram.store.postgres.connection import Conn, Jsonb, PostgresConnections
 from engram.store.postgres.rows import MEMORY_COLUMNS as _MEMORY_COLUMNS
@@ -74,7 +74,7 @@ class PostgresScopeData(PostgresConnections):
 
     def get_memory(self, scope: str, memory_id: int) -> MemoryRecord | None:
         """One memory, only if it belongs to ``scope``."""
-        if not -(2**63) <= int(memory_id) < 2**63:
+        if not storable_id(int(memory_id)):
             return None
 
         def work(conn: Conn) -> MemoryRecord | None:
@@ -95,7 +95,7 @@ class PostgresScopeData(PostgresConnections):
         metadata: Mapping[str, Any] | None = None,
     ) -> MemoryRecord | None:
         """Change content and/or metadata; bumps ``updated_at``. None if not in scope."""
-        if not -(2**63) <= int(memory_id) < 2**63:
+        if not storable_id(int(memory_id)):
             return None
 
         def work(conn: Conn) -> MemoryRecord | None:
@@ -123,7 +123,7 @@ class PostgresScopeData(PostgresConnections):
 
     def delete_memory(self, scope: str, memory_id: int) -> bool:
         """Delete one memory of the scope. True if it existed."""
-        if not -(2**63) <= int(memory_id) < 2**63:
+        if not storable_id(int(memory_id)):
             return False
 
         def work(conn: Conn) -> bool:

@@ -37,6 +37,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from engram.errors import ConfigError, InvalidMessage, StoreError
+from engram.limits import MAX_ID
 from engram.models import JSON, Message, NewMessage, SessionInfo, StateRecord, stored_message
 from engram.search.index import index_zone
 from engram.store.common import clamp as _clamp
@@ -71,7 +72,6 @@ from engram.store.sqlite.search import (
 from engram.store.sqlite.terms import TermCounts
 from engram.store.sqlite.vectors import SQLiteVectors
 
-_MAX_ID = 2**63 - 1
 _MEMORY_PATHS = frozenset({"", ":memory:"})
 
 # INDEXED BY: with few sessions (or stale statistics) the planner prefers walking the
@@ -404,7 +404,7 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
         limit = _clamp(limit)
         if limit == 0:
             return []
-        before = _MAX_ID if before_id is None else before_id
+        before = MAX_ID if before_id is None else before_id
         rows = self._session_rows(self._conn(), scope, session, _TAIL, (before, limit))
         rows.reverse()
         return _messages(scope, session, rows)

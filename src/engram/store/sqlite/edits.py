@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from zoneinfo import ZoneInfo
 
 from engram.models import Message
+from engram.store.common import storable_id
 from engram.store.sqlite.connection import SQLiteConnections
 from engram.store.sqlite.connection import guarded as _guarded
 from engram.store.sqlite.rows import MSG_COLUMNS as _MSG
@@ -43,7 +44,7 @@ class SQLiteEdits(SQLiteConnections):
     @_guarded
     def delete_messages(self, scope: str, session: str, ids: Sequence[int]) -> list[Message]:
         """Delete these messages of the session, atomically; returns those deleted, oldest first."""
-        wanted = sorted({int(i) for i in ids if -(2**63) <= int(i) < 2**63})
+        wanted = sorted({int(i) for i in ids if storable_id(int(i))})
         if not wanted:
             return []
         with self._write() as tx:
