@@ -23,11 +23,8 @@ from engram import edits, searching
 from engram import scopes as scope_ops
 from engram.activity import Activity, scope_activity, session_activity
 from engram.apikeys import ApiKeys
-from engram.compaction.cycle import CompactionResult
 from engram.compaction.metrics import CompactionMetrics
-from engram.compaction.summarizer import Summarizer
 from engram.config import Config
-from engram.context import Section
 from engram.errors import (
     ConfigError,
     ImportFormatError,
@@ -41,11 +38,10 @@ from engram.intake.validation import check_id
 from engram.llm.client import LLMClient
 from engram.memories import Memories, MemoryBudget, MemoryMetrics
 from engram.models import JSON, ROLES, Message, NewMessage, SearchHit, SessionInfo
-from engram.policy import DEFAULT_BUDGET, Policy, get_policy
-from engram.prompt import PREREAD_ROWS
+from engram.policy import Policy, get_policy
 from engram.runtime import MemoriesProvider, Runtime
 from engram.scopes import ScopeSummary
-from engram.session import TOOL_CALL_LOOKBACK, Session
+from engram.session import Session
 from engram.store import MAX_PAGE, Store, open_store
 from engram.store.api_keys import has_api_keys
 
@@ -54,10 +50,7 @@ if TYPE_CHECKING:
     from engram.transfer.documents import PreparedDocument
 
 __all__ = [
-    "DEFAULT_BUDGET",
     "FROM_ENV",
-    "PREREAD_ROWS",
-    "TOOL_CALL_LOOKBACK",
     "Engram",
     "MemoriesProvider",
     "Session",
@@ -409,16 +402,6 @@ class Engram:
 
     # -- compaction and memories ------------------------------------------------------
 
-    def summarizer(self) -> Summarizer:
-        """The model's summarizer (with the offline fallback), or the offline one."""
-        return self.runtime.summarizer()
-
-    def compact(
-        self, scope: str, session: str, policy: Policy, *, extra_tokens: int = 0
-    ) -> CompactionResult:
-        """One compaction cycle of a session, then the agent-state rules."""
-        return self.runtime.compact(scope, session, policy, extra_tokens=extra_tokens)
-
     def activity(self, scope: str, session: str | None = None) -> Activity:
         """Compactions run and prompts sent (against the full history) of a session or scope."""
         check_id("scope", scope)
@@ -427,10 +410,6 @@ class Engram:
             return scope_activity(self.store, scope)
         check_id("session", session)
         return session_activity(self.store, scope, session)
-
-    def memories_section(self, scope: str) -> Section | None:
-        """The scope's long-term memories as a prompt section, or None when it has none."""
-        return self.runtime.memories_section(scope)
 
     def memories(self, scope: str = "default") -> Memories:
         """The long-term memories of a scope: create, list, get, update, delete, purge, audit."""

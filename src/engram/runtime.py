@@ -18,13 +18,12 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from zoneinfo import ZoneInfo
 
 from engram.background import Scheduler, make_scheduler
-from engram.background.pool import BackgroundCompactor
+from engram.background.deadline import DeadlinePool
+from engram.background.pool import KeyedPool, embedding_pool
 from engram.compaction.cycle import CompactionResult, Loaded, compact_session
 from engram.compaction.metrics import CompactionMetrics
 from engram.compaction.summarizer import LLMSummarizer, OfflineSummarizer, Summarizer
@@ -53,8 +52,6 @@ log = logging.getLogger("engram")
 MemoriesProvider = Callable[[str], "str | None"]
 #: Sessions whose last prompt is remembered (search leaves its messages out).
 VISIBLE_SESSIONS = 4096
-#: Threads that run synchronous compactions under their deadline.
-SYNC_COMPACTION_WORKERS = 4
 
 
 @dataclass
@@ -72,14 +69,13 @@ class Runtime:
     counter: TokenCounter = field(default_factory=storage_counter)
     scheduler: Scheduler = field(init=False)
     prompts: PromptRecorder = field(init=False)
-    _sync: ThreadPoolExecutor = field(init=False)
-    _inflight: dict[tuple[str, str], Future[CompactionResult]] = field(init=False)
+    _sync: DeadlinePool[CompactionResult] = field(init=False)
     _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
     _visible: OrderedDict[tuple[str, str], frozenset[int]] = field(
         init=False, default_factory=OrderedDict
     )
     embedder: Embedder | None = None
-    _indexer: BackgroundCompactor | None = field(init=False, default=None)
+    _indexer: KeyedPool | None = field(init=False, default=None)
 
     @classmethod
     def create(
@@ -104,11 +100,8 @@ class Runtime:
             store.zone = runtime.tz  # date words are indexed in the engine's time zone
         if config.embeddings:
             runtime.embedder = shared_embedder()  # MissingDependency names the extra
-            runtime._indexer = BackgroundCompactor(workers=1)
-        runtime._sync = ThreadPoolExecutor(
-            SYNC_COMPACTION_WORKERS, thread_name_prefix="engram-sync-compact"
-        )
-        runtime._inflight = {}
+            runtime._indexer = embedding_pool()
+        runtime._sync = DeadlinePool()
         runtime.prompts = PromptRecorder(store)
         runtime.scheduler = make_scheduler(store, runtime, run_jobs=config.run_jobs)
         return runtime
@@ -241,35 +234,19 @@ class Runtime:
         commits by compare-and-set when it finishes; a later call for the same
         session waits for that one instead of starting another.
         """
-        key = (scope, session)
-        with self._lock:
-            future = self._inflight.get(key)
-            if future is None:
-                future = self._sync.submit(
-                    self.compact, scope, session, policy, extra_tokens=extra_tokens, loaded=loaded
-                )
-                self._inflight[key] = future
-                started = True
-            else:
-                started = False
-        if started:
-            # Outside the lock: a future already done runs its callback at once, in this thread.
-            future.add_done_callback(lambda done: self._forget(key, done))
-        try:
-            return future.result(timeout=self.config.compaction_deadline)
-        except FutureTimeout:
+        result = self._sync.run(
+            (scope, session),
+            lambda: self.compact(scope, session, policy, extra_tokens=extra_tokens, loaded=loaded),
+            self.config.compaction_deadline,
+        )
+        if result is None:
             log.warning(
                 "compaction of %s/%s still running after %.1f s; the turn goes on without it",
                 scope,
                 session,
                 self.config.compaction_deadline,
             )
-            return None
-
-    def _forget(self, key: tuple[str, str], done: Future[CompactionResult]) -> None:
-        with self._lock:
-            if self._inflight.get(key) is done:
-                del self._inflight[key]
+        return result
 
     # -- long-term memories ---------------------------------------------------------
 
@@ -301,9 +278,5 @@ class Runtime:
         finished = self.scheduler.close(timeout)
         if self._indexer is not None:
             self._indexer.close(wait=False)
-        with self._lock:
-            running = list(self._inflight.values())
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        _done, still_running = wait(running, timeout=left)
-        self._sync.shutdown(wait=False, cancel_futures=True)
-        return finished and not still_running
+        return self._sync.close(left) and finished

@@ -113,8 +113,9 @@ def test_a_compaction_that_finishes_before_its_callback_is_added_does_not_deadlo
         def shutdown(self, *args: object, **kwargs: object) -> None:
             return None
 
-    real = runtime._sync
-    runtime._sync = Immediate()  # type: ignore[assignment]
+    pool = runtime._sync  # the deadline pool of background/
+    real = pool._executor
+    pool._executor = Immediate()  # type: ignore[assignment]
     outcome: list[object] = []
     worker = threading.Thread(
         target=lambda: outcome.append(
@@ -124,7 +125,7 @@ def test_a_compaction_that_finishes_before_its_callback_is_added_does_not_deadlo
     )
     worker.start()
     worker.join(timeout=10)
-    runtime._sync = real
+    pool._executor = real
     assert not worker.is_alive(), "compact_within deadlocked"
     assert outcome and outcome[0] is not None
-    assert runtime._inflight == {}
+    assert pool._inflight == {}

@@ -11,6 +11,11 @@ can do (never by its type name):
 
 A scheduler never calls up into the ``Engram`` facade: it is given
 :class:`Handlers` (the runtime) that do the work.
+
+Every thread pool of Engram lives in this package: besides the schedulers',
+:class:`~engram.background.pool.KeyedPool` embeds new messages (one task per
+session) and :class:`~engram.background.deadline.DeadlinePool` runs the
+compactions a turn waits for, up to the configured deadline.
 """
 
 from __future__ import annotations

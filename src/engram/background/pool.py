@@ -1,12 +1,14 @@
-"""A small bounded worker that runs compactions off the request path.
+"""A small bounded worker that runs keyed work off the request path.
 
-A turn never waits for a model to summarize: the session hands the work
-here and builds the prompt now. Work is de-duplicated per
-key (one key per session): a key is at most once in the queue, and a request
-that arrives while that key runs marks it to run once more afterwards (new
-messages may have arrived), so one session never has two compactions queued
-or running at the same time in this process. Other processes are kept honest
-by the store's compare-and-set.
+:class:`KeyedPool` runs the background work of this process that is keyed by
+session: compactions (:class:`BackgroundCompactor`, for the in-process
+scheduler) and embeddings of new messages (the runtime's). A turn never waits
+for it: the session hands the work here and builds the prompt now. Work is
+de-duplicated per key (one key per session): a key is at most once in the
+queue, and a request that arrives while that key runs marks it to run once
+more afterwards (new messages may have arrived), so one session never has two
+tasks of one pool queued or running at the same time in this process. Other
+processes are kept honest by the store's compare-and-set.
 
 Errors are logged, never raised into a caller: the prompt has already been
 built without the new state.
@@ -31,15 +33,26 @@ MAX_PENDING = 1000
 Task = Callable[[], object]
 
 
-class BackgroundCompactor:
+class KeyedPool:
     """Runs at most one task per key at a time, with a bounded queue."""
 
-    def __init__(self, workers: int = DEFAULT_WORKERS, *, max_pending: int = MAX_PENDING):
-        """Create the worker; threads start on the first submitted task."""
+    def __init__(
+        self,
+        workers: int = DEFAULT_WORKERS,
+        *,
+        max_pending: int = MAX_PENDING,
+        kind: str = "compaction",
+        thread_name_prefix: str = "engram-compact",
+    ):
+        """Create the worker; threads start on the first submitted task.
+
+        ``kind`` names the work in the logs ("compaction", "embedding").
+        """
         self._executor = ThreadPoolExecutor(
-            max_workers=workers, thread_name_prefix="engram-compact"
+            max_workers=workers, thread_name_prefix=thread_name_prefix
         )
         self._max_pending = max_pending
+        self._kind = kind
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._queued: dict[Hashable, Task] = {}  # key -> latest task, not started yet
@@ -64,7 +77,7 @@ class BackgroundCompactor:
                 self._again[key] = task
                 return True
             if len(self._queued) + len(self._running) >= self._max_pending:
-                log.warning("background compaction queue full; %r not scheduled", key)
+                log.warning("background %s queue full; %r not scheduled", self._kind, key)
                 return False
             self._queued[key] = task
         self._executor.submit(self._run, key)
@@ -87,7 +100,7 @@ class BackgroundCompactor:
                 task()
                 ok = True
             except Exception:  # a background failure must not kill the worker
-                log.exception("background compaction of %r failed", key)
+                log.exception("background %s of %r failed", self._kind, key)
                 ok = False
             with self._lock:
                 self._running.discard(key)
@@ -123,3 +136,16 @@ class BackgroundCompactor:
             idle = self._idle.wait_for(lambda: not self._running, timeout=timeout if wait else 0)
         self._executor.shutdown(wait=False, cancel_futures=True)
         return idle
+
+
+class BackgroundCompactor(KeyedPool):
+    """The pool of background compactions: one per session queued or running."""
+
+    def __init__(self, workers: int = DEFAULT_WORKERS, *, max_pending: int = MAX_PENDING):
+        """Create the worker; threads start on the first submitted compaction."""
+        super().__init__(workers, max_pending=max_pending)
+
+
+def embedding_pool() -> KeyedPool:
+    """The pool that embeds new messages: one thread, one task per session."""
+    return KeyedPool(1, kind="embedding", thread_name_prefix="engram-embed")
