@@ -24,6 +24,7 @@ from engram.compaction.cycle import (
     unfolded,
 )
 from engram.compaction.planner import plan_compaction, rows_from_messages
+from engram.compaction.prompt_sections import section_tokens, sections_tokens, state_sections
 from engram.compaction.state import CompactionState, fresh_state
 from engram.context import (
     Context,
@@ -38,7 +39,6 @@ from engram.models import Message
 from engram.policy import Policy
 from engram.runtime import Runtime
 from engram.sections import filters_for, providers_for, views_for
-from engram.sections.summary import section_tokens, sections_tokens, state_sections
 from engram.store import Store
 from engram.tokens import counter_for_model
 

@@ -11,7 +11,7 @@ The CAS makes the cycle safe when several threads or processes compact the
 same session: the first commit wins; a loser discards its fold and logs it
 (DESIGN invariant 5). Stored messages are only read, never written.
 
-The planner counts the state's prompt sections (:mod:`engram.sections.summary`)
+The planner counts the state's prompt sections (:mod:`.prompt_sections`)
 exactly as the prompt will show them.
 """
 
@@ -24,13 +24,13 @@ from datetime import UTC, datetime
 
 from engram.compaction.fold import fold
 from engram.compaction.planner import PlanState, plan_compaction, rows_from_messages
+from engram.compaction.prompt_sections import SUMMARY_TITLE, section_tokens, state_sections
 from engram.compaction.state import STATE_KIND, CompactionState, fresh_state, parse_state
 from engram.compaction.summarizer import Summarizer
 from engram.errors import CorruptedData, StoreError
 from engram.llm.client import LLMResult
 from engram.models import Message
 from engram.policy import Policy
-from engram.sections.summary import SUMMARY_TITLE, section_tokens, state_sections
 from engram.store.base import MAX_PAGE, Store
 
 log = logging.getLogger(__name__)

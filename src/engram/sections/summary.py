@@ -1,53 +1,29 @@
-"""The compaction state in the prompt: important data, then the conversation summary.
+"""The compaction state's prompt sections, read from the sections package.
 
-Section titles and order follow the summary-buffer design: system prompt,
-long-term memories, important data, summary, recent messages. Sizes are
-counted here once (cached), so the compaction planner counts exactly what
-the prompt will show.
-
-The model reads the design's titles as they are; a person reading the prompt
-(the dashboard, the demo) sees :func:`section_label`, which names the
-important data for what it is: data from earlier in this same conversation.
+The titles, the sections and their sizes are
+:mod:`engram.compaction.prompt_sections`'s (the compaction cycle plans with
+them, and compaction never imports ``sections``); this module names them here
+for code that looks for every section under :mod:`engram.sections`.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+from engram.compaction.prompt_sections import (
+    IMPORTANT_TITLE,
+    SECTION_LABELS,
+    SUMMARY_TITLE,
+    section_label,
+    section_tokens,
+    sections_tokens,
+    state_sections,
+)
 
-from engram.compaction.important import to_prompt_text
-from engram.compaction.state import CompactionState
-from engram.context import Section
-from engram.tokens import count_message, storage_counter
-
-#: Section titles, in prompt order (memories come before them).
-IMPORTANT_TITLE = "IMPORTANT DATA FROM PREVIOUS CONVERSATIONS"
-SUMMARY_TITLE = "CONVERSATION SUMMARY"
-#: What a person is shown instead of a title the model reads.
-SECTION_LABELS = {IMPORTANT_TITLE: "IMPORTANT DATA FROM EARLIER IN THIS CONVERSATION"}
-
-
-def section_label(title: str) -> str:
-    """How the section titled ``title`` is named to a person (the prompt keeps ``title``)."""
-    return SECTION_LABELS.get(title, title)
-
-
-def state_sections(state: CompactionState) -> list[Section]:
-    """The important-data and summary sections of a state, in prompt order (blank ones left out)."""
-    out: list[Section] = []
-    important = to_prompt_text(state.important_data)
-    if important != "{}":
-        out.append(Section(IMPORTANT_TITLE, important))
-    if state.summary.strip():
-        out.append(Section(SUMMARY_TITLE, state.summary))
-    return out
-
-
-@lru_cache(maxsize=512)
-def section_tokens(text: str) -> int:
-    """Exact size (storage encoding) of a system message carrying ``text``."""
-    return count_message(storage_counter(), "system", text)
-
-
-def sections_tokens(sections: list[Section]) -> int:
-    """Exact size of sections as the prompt shows them."""
-    return sum(section_tokens(s.render()) for s in sections if s.text.strip())
+__all__ = [
+    "IMPORTANT_TITLE",
+    "SECTION_LABELS",
+    "SUMMARY_TITLE",
+    "section_label",
+    "section_tokens",
+    "sections_tokens",
+    "state_sections",
+]
