@@ -9,13 +9,12 @@ sessions at a time through the :class:`~engram.store.base.Store` protocol.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from engram.compaction.cycle import load_compaction_state
-from engram.models import SessionInfo
 from engram.prompt_log import PromptLog, load_prompt_log
-from engram.store.base import MAX_PAGE, Store
+from engram.scopes import all_sessions
+from engram.store.base import Store
 
 __all__ = ["Activity", "scope_activity", "session_activity"]
 
@@ -54,19 +53,9 @@ def session_activity(store: Store, scope: str, session: str) -> Activity:
     )
 
 
-def _sessions(store: Store, scope: str) -> Iterator[SessionInfo]:
-    offset = 0
-    while True:
-        page = store.list_sessions(scope, limit=MAX_PAGE, offset=offset)
-        yield from page
-        if len(page) < MAX_PAGE:
-            return
-        offset += len(page)
-
-
 def scope_activity(store: Store, scope: str) -> Activity:
     """The activity of every session of ``scope``, added up."""
     total = Activity()
-    for info in _sessions(store, scope):
+    for info in all_sessions(store, scope):
         total = total.merge(session_activity(store, scope, info.id))
     return total

@@ -44,7 +44,7 @@ from engram.search.vectors import Embedder, embed_pending, keeps_vectors
 from engram.sections.agent_state import compact_stored_agent_state
 from engram.store import Store
 from engram.store.base import plans_search
-from engram.tokens import TokenCounter, count_contents, count_message, storage_counter
+from engram.tokens import TokenCounter, count_contents, count_new, storage_counter
 
 log = logging.getLogger("engram")
 
@@ -140,32 +140,12 @@ class Runtime:
 
     def count(self, message: NewMessage) -> int:
         """Exact size of a message in the storage encoding, chat overhead included."""
-        return count_message(
-            self.counter,
-            message.role,
-            message.content,
-            name=message.name,
-            tool_calls=message.tool_calls,
-            tool_call_id=message.tool_call_id,
-            parts=message.parts,
-        )
+        return count_new(self.counter, message)
 
     def count_many(self, batch: Sequence[NewMessage]) -> list[int]:
         """:meth:`count` of each message; the contents of a large batch counted at once."""
         contents = count_contents(self.counter, [m.content for m in batch])
-        return [
-            count_message(
-                self.counter,
-                m.role,
-                m.content,
-                name=m.name,
-                tool_calls=m.tool_calls,
-                tool_call_id=m.tool_call_id,
-                content_tokens=n,
-                parts=m.parts,
-            )
-            for m, n in zip(batch, contents, strict=True)
-        ]
+        return [count_new(self.counter, m, n) for m, n in zip(batch, contents, strict=True)]
 
     def message(self, scope: str, message_id: int) -> Message:
         """One stored message by id, only if it belongs to ``scope``.

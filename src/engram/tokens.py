@@ -45,6 +45,8 @@ from engram.intake.parts import content_text
 if TYPE_CHECKING:
     import tiktoken
 
+    from engram.models import NewMessage
+
 #: The encoding in which every stored message's size is recorded.
 STORAGE_ENCODING = "o200k_base"
 
@@ -483,6 +485,20 @@ def count_message(
     if parts:
         total += image_tokens(counter, parts)
     return total
+
+
+def count_new(counter: TokenCounter, message: NewMessage, content_tokens: int | None = None) -> int:
+    """:func:`count_message` of a checked message: its text, name, tool calls and images."""
+    return count_message(
+        counter,
+        message.role,
+        message.content,
+        name=message.name,
+        tool_calls=message.tool_calls,
+        tool_call_id=message.tool_call_id,
+        content_tokens=content_tokens,
+        parts=message.parts,
+    )
 
 
 _ROLE_TOKENS: dict[tuple[str, str], int] = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from engram.models import JSON
-from engram.tokens import TokenCounter, count_message, longest_prefix
+from engram.tokens import TokenCounter, count_chat_message, longest_prefix
 
 __all__ = ["CUT_MARKER", "fit_steps"]
 
@@ -34,9 +34,9 @@ def fit_steps(
     if total <= allowed:
         return total
     step = steps[0]
-    call_cost = _message_size(counter, step[0])
+    call_cost = count_chat_message(counter, step[0])
     results = step[1:]
-    overhead = sum(_message_size(counter, {**m, "content": ""}) for m in results)
+    overhead = sum(count_chat_message(counter, {**m, "content": ""}) for m in results)
     spare = allowed - call_cost - overhead - len(results) * counter.count_text(CUT_MARKER)
     if spare < len(results):
         steps.clear()
@@ -55,17 +55,7 @@ def fit_steps(
 
 
 def _size(counter: TokenCounter, step: Sequence[JSON]) -> int:
-    return sum(_message_size(counter, m) for m in step)
-
-
-def _message_size(counter: TokenCounter, message: JSON) -> int:
-    return count_message(
-        counter,
-        str(message["role"]),
-        str(message.get("content") or ""),
-        tool_calls=message.get("tool_calls"),
-        tool_call_id=message.get("tool_call_id"),
-    )
+    return sum(count_chat_message(counter, m) for m in step)
 
 
 def _cut(counter: TokenCounter, text: str, tokens: int) -> str:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
+from engram import scopes
 from engram.agent_state import AGENT_STATE_KIND
 from engram.compaction.state import STATE_KIND
 from engram.errors import ConfigError, CorruptedData, ImportFormatError
@@ -42,7 +43,7 @@ from engram.store.jsondir.document import (
     document_states,
     parse_time,
 )
-from engram.tokens import count_message, storage_counter
+from engram.tokens import count_new, storage_counter
 
 #: State kinds tried on stores that cannot list their states: every kind Engram writes.
 KNOWN_STATE_KINDS = (STATE_KIND, AGENT_STATE_KIND, TOOL_CACHE_KIND, LIFECYCLE_KIND, PENDING_KIND)
@@ -82,16 +83,6 @@ def all_messages(store: Store, scope: str, session: str) -> list[Message]:
         if len(batch) < BATCH:
             return out
         after = batch[-1].id
-
-
-def all_sessions(store: Store, scope: str) -> list[SessionInfo]:
-    """Every session of a scope."""
-    out: list[SessionInfo] = []
-    while True:
-        batch = store.list_sessions(scope, limit=MAX_PAGE, offset=len(out))
-        out.extend(batch)
-        if len(batch) < MAX_PAGE:
-            return out
 
 
 def export_session(store: Store, scope: str, session: str) -> JSON:
@@ -178,20 +169,7 @@ def prepare_document(doc: Mapping[str, Any], *, scope: str | None = None) -> Pre
         raise ImportFormatError(str(exc)) from None
     parsed = [_new_message(e, f"recent_history[{i}]") for i, e in enumerate(history)]
     counter = storage_counter()
-    tokens = [
-        t
-        if t is not None
-        else count_message(
-            counter,
-            m.role,
-            m.content,
-            name=m.name,
-            tool_calls=m.tool_calls,
-            tool_call_id=m.tool_call_id,
-            parts=m.parts,
-        )
-        for m, t in parsed
-    ]
+    tokens = [t if t is not None else count_new(counter, m) for m, t in parsed]
     return PreparedDocument(info, [m for m, _ in parsed], tokens, states)
 
 
@@ -337,7 +315,7 @@ def copy_store(src: Store, dst: Store, progress: Progress | None = None) -> Copy
     report = CopyReport()
     for scope in src.list_scopes():
         report.scopes += 1
-        sessions = all_sessions(src, scope)
+        sessions = list(scopes.all_sessions(src, scope))
         for done, info in enumerate(sessions, start=1):
             doc = export_session(src, scope, info.id)
             import_document(dst, doc)
