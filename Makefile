@@ -51,7 +51,8 @@ test: $(STAMP) $(CHROMIUM)
 # retrieval benchmark (recall per search step, latency at 100K messages), the Agents
 # SDK's SQLiteSession beside EngramSession on a 100K-item session, and the time the
 # proxy adds to a completion on a 100K-message session, and 8 threads writing to one
-# jsondir store beside SQLite, and the time `import engram` takes.
+# jsondir store beside SQLite, the time `import engram` takes, and what a fresh process pays
+# to open a store, run `engram stats` and answer an MCP client's `initialize`.
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.run --backends sqlite,postgres --sizes 1000,10000,100000 --name core-sqlite-postgres
@@ -64,6 +65,7 @@ bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.proxy
 	$(BIN)/python -m benchmarks.jsondir_writers
 	$(BIN)/python -m benchmarks.import_time --runs 11
+	$(BIN)/python -m benchmarks.startup --runs 11
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
