@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -104,29 +105,45 @@ class Tree:
         return out.stdout
 
 
+def children_cpu_ms() -> float:
+    """CPU time (user + system) of every child process that has ended, in ms.
+
+    On a shared machine a process's wall time mostly measures the others; the
+    CPU it spends itself barely moves with the load.
+    """
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
+
+
 def open_times(tree: Tree, *, bytecode: bool, cold_vocab: bool = False) -> dict[str, float]:
-    """Import, ``engram.open()`` and first count, in ms, from one fresh process."""
+    """Import, ``engram.open()`` and first count, in ms, and the process's CPU time."""
+    cpu = children_cpu_ms()
     with tempfile.TemporaryDirectory() as empty:
         out = tree.run(
             ["-c", _OPEN, tree.db], bytecode=bytecode, vocab=empty if cold_vocab else None
         )
-    return {key: value * 1000 for key, value in json.loads(out).items()}
+    times = {key: value * 1000 for key, value in json.loads(out).items()}
+    return {**times, "cpu": children_cpu_ms() - cpu}
 
 
-def stats_ms(tree: Tree, *, bytecode: bool) -> float:
-    """Wall time of ``engram stats`` on the small store, in ms."""
-    start = time.perf_counter()
+def stats_ms(tree: Tree, *, bytecode: bool) -> tuple[float, float]:
+    """Wall time of ``engram stats`` on the small store and its CPU time, in ms."""
+    cpu, start = children_cpu_ms(), time.perf_counter()
     out = tree.run(
         ["-m", "engram.cli", "--db", tree.db, "stats", "--scope", "proj"], bytecode=bytecode
     )
     elapsed = (time.perf_counter() - start) * 1000
     if f"{MESSAGES} messages" not in out:
         raise RuntimeError(f"{tree.label}: unexpected stats output: {out!r}")
-    return elapsed
+    return elapsed, children_cpu_ms() - cpu
 
 
-def mcp_initialize_ms(tree: Tree, *, bytecode: bool) -> float:
-    """From spawning ``engram mcp`` to the answer of ``initialize``, in ms (the SDK's client)."""
+def mcp_initialize_ms(tree: Tree, *, bytecode: bool) -> tuple[float, float]:
+    """From spawning ``engram mcp`` to the answer of ``initialize``, in ms (the SDK's client).
+
+    The second number is the server process's CPU time, from its start to its
+    exit when the client closes the connection right after the handshake.
+    """
     import anyio
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
@@ -147,7 +164,9 @@ def mcp_initialize_ms(tree: Tree, *, bytecode: bool) -> float:
                     raise RuntimeError(f"{tree.label}: engram mcp offered no tools")
         return elapsed * 1000
 
-    return float(anyio.run(handshake))
+    cpu = children_cpu_ms()
+    elapsed = float(anyio.run(handshake))
+    return elapsed, children_cpu_ms() - cpu
 
 
 def _measures(tree: Tree) -> dict[str, Callable[[], dict[str, float]]]:
@@ -163,17 +182,27 @@ def _measures(tree: Tree) -> dict[str, Callable[[], dict[str, float]]]:
                 f"first_count{suffix}": t["first_count"],
                 f"open_and_first_count{suffix}": t["open"] + t["first_count"],
                 f"first_count_no_cache{suffix}": cold["first_count"],
+                f"open_process_cpu{suffix}": t["cpu"],
             }
+
+        return run
+
+    def command(
+        measure: Callable[..., tuple[float, float]], key: str, bytecode: bool, suffix: str
+    ) -> Callable[[], dict[str, float]]:
+        def run() -> dict[str, float]:
+            wall, cpu = measure(tree, bytecode=bytecode)
+            return {f"{key}{suffix}": wall, f"{key}_cpu{suffix}": cpu}
 
         return run
 
     return {
         "open": opening(False, ""),
         "open_pyc": opening(True, "_pyc"),
-        "stats": lambda: {"stats": stats_ms(tree, bytecode=False)},
-        "stats_pyc": lambda: {"stats_pyc": stats_ms(tree, bytecode=True)},
-        "mcp": lambda: {"mcp_initialize": mcp_initialize_ms(tree, bytecode=False)},
-        "mcp_pyc": lambda: {"mcp_initialize_pyc": mcp_initialize_ms(tree, bytecode=True)},
+        "stats": command(stats_ms, "stats", False, ""),
+        "stats_pyc": command(stats_ms, "stats", True, "_pyc"),
+        "mcp": command(mcp_initialize_ms, "mcp_initialize", False, ""),
+        "mcp_pyc": command(mcp_initialize_ms, "mcp_initialize", True, "_pyc"),
     }
 
 
@@ -222,6 +251,12 @@ _ROWS = (
     ("open + first count", "open_and_first_count"),
     (f"`engram stats` on {MESSAGES} messages (whole process)", "stats"),
     ("`engram mcp`: spawn to `initialize` answered (SDK client, stdio)", "mcp_initialize"),
+    ("CPU time: the process that imports, opens and counts once", "open_process_cpu"),
+    ("CPU time: the `engram stats` process", "stats_cpu"),
+    (
+        "CPU time: the `engram mcp` process (start to exit after the handshake)",
+        "mcp_initialize_cpu",
+    ),
 )
 
 

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from importlib import resources
 from pathlib import Path
 
@@ -183,3 +184,31 @@ def test_opening_a_store_reads_no_vocabulary(tmp_path: Path) -> None:
     )
     assert json.loads(out.stdout) == {"loaded_by_open": False, "counted": 2}
     assert [p.name for p in cache.iterdir()] == [vocabulary.cache_path("o200k_base").name]
+
+
+def test_threads_that_count_at_once_build_one_encoding(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vocabulary, "_ENCODINGS", {})
+    loads: list[str] = []
+    real_load = vocabulary.load_ranks
+
+    def counting_load(name: str) -> dict[bytes, int]:
+        loads.append(name)
+        return real_load(name)
+
+    monkeypatch.setattr(vocabulary, "load_ranks", counting_load)
+    start = threading.Barrier(8)
+    built: list[tiktoken.Encoding] = []
+
+    def count() -> None:
+        start.wait()
+        built.append(vocabulary.encoding("cl100k_base"))
+
+    threads = [threading.Thread(target=count) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert loads == ["cl100k_base"]
+    assert len(built) == 8 and all(encoding is built[0] for encoding in built)
