@@ -34,6 +34,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "search/embeddings.py": ("embeddings",),
     "integrations/openai_agents.py": ("agents",),
     "integrations/langchain.py": ("langchain",),
+    "integrations/langgraph.py": ("langgraph",),
     "mcp/": ("mcp",),
     "mcp/http.py": ("mcp", "server"),  # MCP over HTTP, mounted by engram serve
     "cli/mcp.py": ("mcp",),

@@ -6,6 +6,9 @@
 * :mod:`engram.integrations.langchain` (``pip install 'engram-conversation-memory[langchain]'``):
   ``EngramChatMessageHistory``, a LangChain chat message history, and the
   retrieval tools as LangChain tools.
+* :mod:`engram.integrations.langgraph` (``pip install 'engram-conversation-memory[langgraph]'``):
+  ``EngramStore``, LangGraph's long-term memory store, whose items are the
+  scope's Engram memories.
 
 Adapters translate between the framework's shapes and Engram's; all the work
 is done by the :class:`~engram.engine.Engram` facade and its sessions.
