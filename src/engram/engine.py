@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from engram import edits, searching
+from engram import app_documents, edits, searching
 from engram import scopes as scope_ops
 from engram.activity import Activity, scope_activity, session_activity
 from engram.apikeys import ApiKeys
@@ -362,6 +362,26 @@ class Engram:
         if not has_api_keys(self.store):
             raise ConfigError(f"the store {self.url} cannot keep API keys")
         return ApiKeys(self.store)
+
+    def app_document(self, scope: str, session: str, name: str) -> JSON:
+        """A framework's own JSON document kept with a session ({} before the first save).
+
+        See :mod:`engram.app_documents` (adapters keep framework state there).
+        """
+        check_id("scope", scope)
+        check_id("session", session)
+        return app_documents.load(self.store, scope, session, name)[0]
+
+    def update_app_document(
+        self, scope: str, session: str, name: str, change: Callable[[JSON], JSON | None]
+    ) -> JSON:
+        """Change that document by compare-and-set (``change`` is pure: it may run again).
+
+        Creates the session, empty, when it does not exist yet. Returns the document saved.
+        """
+        check_id("scope", scope)
+        check_id("session", session)
+        return app_documents.update(self.store, scope, session, name, change)
 
     def ping(self) -> bool:
         """One cheap read of the store: True when it answers (a failure is logged)."""

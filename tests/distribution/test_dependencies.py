@@ -35,6 +35,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "integrations/openai_agents.py": ("agents",),
     "integrations/langchain.py": ("langchain",),
     "integrations/langgraph.py": ("langgraph",),
+    "integrations/adk/": ("adk",),
     "mcp/": ("mcp",),
     "mcp/http.py": ("mcp", "server"),  # MCP over HTTP, mounted by engram serve
     "cli/mcp.py": ("mcp",),

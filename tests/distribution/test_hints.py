@@ -63,6 +63,7 @@ def test_a_missing_dependency_names_the_extra_and_the_cause() -> None:
         ("import engram.integrations.openai_agents", "agents", "agents"),
         ("import engram.integrations.langchain", "langchain_core", "langchain"),
         ("import engram.integrations.langgraph", "langgraph", "langgraph"),
+        ("import engram.integrations.adk", "google.adk", "adk"),
         ("import engram.search.embeddings as e; e.MiniLMEmbedder()", "onnxruntime", "embeddings"),
     ],
 )

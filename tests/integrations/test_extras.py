@@ -9,7 +9,8 @@ import sys
 def test_import_engram_loads_no_adapter() -> None:
     code = (
         "import sys, engram\n"
-        "print(sorted(m for m in ('agents', 'langchain_core', 'langgraph') if m in sys.modules))"
+        "adapters = ('agents', 'langchain_core', 'langgraph', 'google.adk')\n"
+        "print(sorted(m for m in adapters if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr

@@ -9,6 +9,9 @@
 * :mod:`engram.integrations.langgraph` (``pip install 'engram-conversation-memory[langgraph]'``):
   ``EngramStore``, LangGraph's long-term memory store, whose items are the
   scope's Engram memories.
+* :mod:`engram.integrations.adk` (``pip install 'engram-conversation-memory[adk]'``):
+  ``EngramSessionService`` and ``EngramMemoryService``, Google ADK's session
+  and memory services.
 
 Adapters translate between the framework's shapes and Engram's; all the work
 is done by the :class:`~engram.engine.Engram` facade and its sessions.

@@ -37,10 +37,10 @@ from engram.aio import AsyncEngram, AsyncSession, offload
 from engram.engine import Engram, open
 from engram.errors import InvalidMessage, MissingDependency
 from engram.intake.parts import join_texts
+from engram.integrations.paging import newest
 from engram.integrations.retrieval import BoundTool, bound_tools
 from engram.models import JSON, Message
 from engram.policy import Policy
-from engram.session import Session
 
 try:
     from agents import FunctionTool, RunContextWrapper
@@ -54,9 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["EngramSession", "items_to_messages", "messages_to_items"]
 
 logger = logging.getLogger("engram.integrations")
-
-#: Messages read per page when ``get_items(limit=n)`` walks back through the history.
-PAGE = 50
 
 
 class EngramSession:
@@ -118,7 +115,7 @@ class EngramSession:
             return messages_to_items(ctx.messages)
         if limit <= 0:
             return []
-        rows = await offload(_newest, self.chat.sync, limit)
+        rows = await offload(newest, self.chat.sync, limit)
         return messages_to_items(m.to_openai() for m in rows)[-limit:]
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
@@ -175,20 +172,6 @@ def _function_tool(tool: BoundTool) -> FunctionTool:
         on_invoke_tool=invoke,
         strict_json_schema=False,  # optional arguments, as the tools declare them
     )
-
-
-def _newest(session: Session, count: int) -> list[Message]:
-    """The newest ``count`` messages of ``session``, oldest first."""
-    rows: list[Message] = []
-    before: int | None = None
-    while len(rows) < count:
-        wanted = min(PAGE, count - len(rows))
-        page = session.extended(wanted, before_id=before)
-        rows[:0] = page
-        if len(page) < wanted:
-            break
-        before = page[0].id
-    return rows
 
 
 # -- translation ----------------------------------------------------------------------
