@@ -207,6 +207,8 @@ class AsyncEngram(_Threaded[Engram]):
     delete_message = _threaded(Engram.delete_message)
     forget_scope = _threaded(Engram.forget_scope)
     activity = _threaded(Engram.activity)
+    app_document = _threaded(Engram.app_document)
+    update_app_document = _threaded(Engram.update_app_document)
     wait_idle = _threaded(Engram.wait_idle)
     close = _threaded(Engram.close)
 

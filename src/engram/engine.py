@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from engram import app_documents, edits, searching
+from engram import app_documents, edits, searching, telemetry
 from engram import scopes as scope_ops
 from engram.activity import Activity, scope_activity, session_activity
 from engram.apikeys import ApiKeys
@@ -518,7 +518,9 @@ def open(
         config = Config.from_env(**given)
     else:
         config = config.replace(**{k: v for k, v in given.items() if v is not None})
-    store = open_store(config.url, **store_options)
+    with telemetry.memory_span("create_memory_store", None) as traced:
+        store = open_store(config.url, **store_options)
+        traced.set({"gen_ai.memory.store.id": store.url})  # the URL, its password masked
     try:
         return Engram(store, llm=llm, memory_budget=memory_budget, config=config)
     except BaseException:

@@ -16,6 +16,7 @@ import dataclasses
 import logging
 from dataclasses import dataclass, field
 
+from engram import telemetry
 from engram.compaction.cycle import (
     UNREADABLE,
     Loaded,
@@ -40,7 +41,7 @@ from engram.policy import Policy
 from engram.runtime import Runtime
 from engram.sections import filters_for, providers_for, views_for
 from engram.store import Store
-from engram.tokens import counter_for_model
+from engram.tokens import count_messages, counter_for_model
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,29 @@ def build_prompt(
     the caller, which records them in the prompt log too; the prompt carries
     them (``Context.history``) and a policy's ``cache_window`` anchors on them.
     """
+    traced = telemetry.context_span(scope, session, policy.name, request.budget, request.model)
+    with traced:
+        ctx = _build_prompt(runtime, scope, session, policy, request, totals=totals)
+        telemetry.context_result(traced, ctx, lambda: _prefix_tokens(ctx, request.model))
+    return ctx
+
+
+def _prefix_tokens(ctx: Context, model: str | None) -> int:
+    """Tokens of the prompt before the current turn (the prefix a provider can cache)."""
+    if not ctx.turn_start:
+        return 0
+    return count_messages(counter_for_model(model), ctx.messages[: ctx.turn_start])
+
+
+def _build_prompt(
+    runtime: Runtime,
+    scope: str,
+    session: str,
+    policy: Policy,
+    request: PromptRequest,
+    *,
+    totals: HistoryTotals | None,
+) -> Context:
     history = totals
     if not policy.cache_window:
         totals = None  # the builder sizes its reads by them only for a cache window

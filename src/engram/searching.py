@@ -25,6 +25,7 @@ from datetime import datetime
 from functools import partial
 from zoneinfo import ZoneInfo
 
+from engram import telemetry
 from engram.errors import ConfigError, DateParseError, install_hint
 from engram.models import Message, SearchHit
 from engram.runtime import Runtime
@@ -164,6 +165,23 @@ def run(runtime: Runtime, request: Request, mode: str = "keyword") -> list[Searc
             embeddings or on a backend that keeps no vectors.
     """
     check_mode(mode)
+    with telemetry.memory_span(
+        "search_memory", request.scope, session=request.session, **{"engram.search.mode": mode}
+    ) as traced:
+        hits = _run(runtime, request, mode)
+        if traced.recording:
+            traced.set({"gen_ai.memory.record.count": len(hits)})
+            records = [
+                {"id": str(h.message.id), "score": h.score, "content": h.message.content}
+                for h in hits
+            ]
+            traced.content(
+                {"gen_ai.memory.query.text": request.text, "gen_ai.memory.records": records}
+            )
+    return hits
+
+
+def _run(runtime: Runtime, request: Request, mode: str) -> list[SearchHit]:
     store, r = runtime.store, request
     fetch = partial(store.get_message, r.scope)
     wide = r.limit * CANDIDATES_PER_HIT if mode == "hybrid" else r.limit

@@ -36,6 +36,7 @@ OWNERS: dict[str, tuple[str, ...]] = {
     "integrations/langchain.py": ("langchain",),
     "integrations/langgraph.py": ("langgraph",),
     "integrations/adk/": ("adk",),
+    "telemetry.py": ("otel",),
     "mcp/": ("mcp",),
     "mcp/http.py": ("mcp", "server"),  # MCP over HTTP, mounted by engram serve
     "cli/mcp.py": ("mcp",),

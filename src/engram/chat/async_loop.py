@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Unpack
 
+from engram import telemetry
 from engram.aio import AsyncSession, offload
 from engram.chat.loop import PURPOSE, ModelCall, TurnOptions, TurnResult, advance, turn_steps
 from engram.errors import EngramError
@@ -82,18 +83,29 @@ class TurnStream:
             **self._options,
         )
         step = await offload(advance, steps, None)
+        chat = self._session.sync
         while isinstance(step, ModelCall):
             answer: LLMResult | None = None
             if self._stream:
-                async for item in self._client.astream(
-                    step.messages, purpose=PURPOSE, tools=step.tools
-                ):
+                pieces = aiter(
+                    self._client.astream(step.messages, purpose=PURPOSE, tools=step.tools)
+                )
+                # The call's span starts with its first piece: it names the session then.
+                with telemetry.conversation(chat.scope, chat.id):
+                    item = await anext(pieces)
+                while True:
                     if isinstance(item, str):
                         yield item
                     else:
                         answer = item
+                    try:
+                        item = await anext(pieces)
+                    except StopAsyncIteration:
+                        break
             else:
-                answer = await self._client.achat(step.messages, purpose=PURPOSE, tools=step.tools)
+                with telemetry.conversation(chat.scope, chat.id):
+                    call = self._client.achat(step.messages, purpose=PURPOSE, tools=step.tools)
+                    answer = await call
             step = await offload(advance, steps, answer)
         self._result = step
 

@@ -39,6 +39,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, NamedTuple, Required, TypedDict, Unpack
 
+from engram import telemetry
 from engram.chat.steps import fit_steps
 from engram.context import MIN_BUDGET
 from engram.errors import ConfigError, InvalidMessage, StoreError
@@ -246,7 +247,9 @@ def run_turn(
     steps = turn_steps(session, user_message, default_model=client.model, **options)
     step = advance(steps, None)
     while isinstance(step, ModelCall):
-        step = advance(steps, client.chat(step.messages, purpose=PURPOSE, tools=step.tools))
+        with telemetry.conversation(session.scope, session.id):
+            answer = client.chat(step.messages, purpose=PURPOSE, tools=step.tools)
+        step = advance(steps, answer)
     return step
 
 

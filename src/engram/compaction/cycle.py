@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from engram import telemetry
 from engram.compaction.fold import fold
 from engram.compaction.planner import PlanState, plan_compaction, rows_from_messages
 from engram.compaction.prompt_sections import SUMMARY_TITLE, section_tokens, state_sections
@@ -182,6 +183,34 @@ def compact_session(
         writer committed first (that writer's state stands).
 
     """
+    with (
+        telemetry.conversation(scope, session),
+        telemetry.span("engram.compaction", {"engram.policy": policy.name}) as traced,
+    ):
+        result = _cycle(store, scope, session, policy, summarizer, extra_tokens, now, loaded)
+        if traced.recording:
+            traced.set(
+                {
+                    "engram.compaction.committed": result.committed,
+                    "engram.compaction.reason": result.reason,
+                    "engram.compaction.folded": result.folded,
+                    "engram.compaction.degraded": result.degraded,
+                    "engram.compaction.summary_version": result.summary_version,
+                }
+            )
+    return result
+
+
+def _cycle(
+    store: Store,
+    scope: str,
+    session: str,
+    policy: Policy,
+    summarizer: Summarizer,
+    extra_tokens: int,
+    now: datetime | None,
+    loaded: Loaded | None,
+) -> CompactionResult:
     if loaded is None:
         state, version = load_compaction_state(store, scope, session)
         rows = [] if version == UNREADABLE else unfolded(store, scope, session, state.watermark)[0]

@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from engram import telemetry
 from engram.errors import ConfigError, LLMBadResponse, LLMError, LLMTimeout
 from engram.intake.checks import clean_text
 from engram.llm.deadline import async_deadline, bounded_http_client, step, steps, sync_deadline
@@ -251,8 +252,11 @@ class LLMClient:
 
         """
         kwargs = self._request(messages, json_mode=json_mode, max_tokens=max_tokens, tools=tools)
-        response = self._create_with_retry(kwargs, purpose)
-        return self._result(response, messages, purpose)
+        with telemetry.chat_span(self.model, self.base_url, kwargs, purpose) as traced:
+            response = self._create_with_retry(kwargs, purpose)
+            result = self._result(response, messages, purpose)
+            telemetry.chat_result(traced, result, messages, response)
+        return result
 
     async def achat(
         self,
@@ -265,11 +269,18 @@ class LLMClient:
     ) -> LLMResult:
         """:meth:`chat` for async code: same arguments, result, retry and errors."""
         kwargs = self._request(messages, json_mode=json_mode, max_tokens=max_tokens, tools=tools)
+        with telemetry.chat_span(self.model, self.base_url, kwargs, purpose) as traced:
+            response = await self._acreate_with_retry(kwargs, purpose)
+            result = self._result(response, messages, purpose)
+            telemetry.chat_result(traced, result, messages, response)
+        return result
+
+    async def _acreate_with_retry(self, kwargs: dict[str, Any], purpose: str) -> Any:
         client = self._async_client()
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 deadline = async_deadline(self.timeout)
-                response = await step(deadline, client.chat.completions.create(**kwargs))
+                return await step(deadline, client.chat.completions.create(**kwargs))
             except Exception as exc:
                 error = self._failure(exc, purpose)
                 if error is None:
@@ -279,7 +290,6 @@ class LLMClient:
                     await _pause(self.backoff)
                     continue
                 raise error from exc
-            return self._result(response, messages, purpose)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def astream(
@@ -305,6 +315,17 @@ class LLMClient:
         kwargs = self._request(messages, json_mode=json_mode, max_tokens=max_tokens, tools=tools)
         kwargs["stream"] = True
         kwargs["stream_options"] = {"include_usage": True}
+        with telemetry.chat_span(
+            self.model, self.base_url, kwargs, purpose, detached=True
+        ) as traced:
+            async for item in self._astream(kwargs, messages, purpose):
+                if not isinstance(item, str):
+                    telemetry.chat_result(traced, item, messages)
+                yield item
+
+    async def _astream(
+        self, kwargs: dict[str, Any], messages: Sequence[Mapping[str, Any]], purpose: str
+    ) -> AsyncIterator[str | LLMResult]:
         client = self._async_client()
         answer = StreamedAnswer(model=self.model)
         for attempt in range(1, MAX_ATTEMPTS + 1):

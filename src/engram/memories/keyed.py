@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from engram import telemetry
 from engram.errors import InvalidQuery
 from engram.memories.records import check_content, check_metadata
 from engram.memories.service import Memories, scope_lock
@@ -150,6 +151,12 @@ class KeyedMemories:
             meta[TTL_MINUTES] = ttl
             meta[EXPIRES_AT] = _expiry(ttl, now)
         meta = check_metadata(meta)
+        with telemetry.memory_span("upsert_memory", self.scope, count=1) as traced:
+            record = self._put(key, text, meta, now)
+            telemetry.memory_written(traced, record)
+        return record
+
+    def _put(self, key: str, text: str, meta: JSON, now: datetime) -> MemoryRecord:
         with self._lock:
             current = self.items(now=now)
             existing = self._find(current, key)
@@ -173,10 +180,11 @@ class KeyedMemories:
 
     def delete(self, key: str) -> bool:
         """Delete the memory answering to ``key``; False when there is none."""
-        with self._lock:
+        with telemetry.memory_span("delete_memory", self.scope, count=1) as traced, self._lock:
             found = self._find(self.items(), key)
             if found is None or not self.store.delete_memory(self.scope, found.id):
                 return False
+            traced.set({"gen_ai.memory.record.id": str(found.id)})
             self.store.add_audit(self.scope, {"event": "delete", "memory": found.id, "key": key})
             return True
 

@@ -30,6 +30,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from engram import telemetry
 from engram.errors import ConfigError, LLMError, MemoryNotFound, StoreError
 from engram.llm import LLMClient, LLMResult
 from engram.llm.client import MAX_ATTEMPTS
@@ -245,13 +246,15 @@ class Memories:
         """
         text = check_content(content) if content is not None else None
         meta = check_metadata(metadata) if metadata is not None else None
-        with self._lock:
+        traced = telemetry.memory_span("update_memory", self.scope, record=str(memory_id), count=1)
+        with traced, self._lock:
             updated = self.store.update_memory(self.scope, memory_id, content=text, metadata=meta)
             if updated is None:
                 raise MemoryNotFound(f"no memory {memory_id} in scope {self.scope!r}")
             self.store.add_audit(
                 self.scope, {"event": "update", "memory": memory_id, "content": updated.content}
             )
+            telemetry.memory_written(traced, updated)
         return updated
 
     def delete(self, memory_id: int) -> None:
@@ -261,7 +264,8 @@ class Memories:
             MemoryNotFound: no such memory in this scope.
 
         """
-        with self._lock:
+        traced = telemetry.memory_span("delete_memory", self.scope, record=str(memory_id), count=1)
+        with traced, self._lock:
             if not self.store.delete_memory(self.scope, memory_id):
                 raise MemoryNotFound(f"no memory {memory_id} in scope {self.scope!r}")
             self.store.add_audit(self.scope, {"event": "delete", "memory": memory_id})
@@ -269,8 +273,10 @@ class Memories:
 
     def purge(self) -> int:
         """Delete every memory of the scope (the purge); the audit trail stays."""
-        with self._lock:
+        # A delete_memory span without a record id: every record of the store.
+        with telemetry.memory_span("delete_memory", self.scope) as traced, self._lock:
             removed = self.store.purge_memories(self.scope)
+            traced.set({"gen_ai.memory.record.count": removed})
             self.store.add_audit(self.scope, {"event": "purge", "deleted": removed})
             self.metrics.scope_size(self.scope, 0)
         logger.info("purged %d memories of scope %s", removed, self.scope)
@@ -369,6 +375,13 @@ class Memories:
     # -- internals --------------------------------------------------------------------
 
     def _create(self, text: str, session: str | None, meta: JSON) -> CreatedMemory:
+        """Add unless repeated, then compact to the cap (traced as ``upsert_memory``)."""
+        with telemetry.memory_span("upsert_memory", self.scope, count=1, session=session) as t:
+            created = self._create_locked(text, session, meta)
+            telemetry.memory_written(t, created, created.status)
+        return created
+
+    def _create_locked(self, text: str, session: str | None, meta: JSON) -> CreatedMemory:
         """Add unless repeated, then compact to the cap. Serialized per scope."""
         with self._lock:
             existing = self.store.list_memories(self.scope)
