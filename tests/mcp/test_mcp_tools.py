@@ -12,7 +12,7 @@ from mcp_helpers import in_process, payload, run_client, seed
 from engram import tools
 from engram.engine import Engram
 from engram.mcp import Binding
-from engram.mcp.server import memories_uri, summary_uri
+from engram.mcp.server import memories_uri, scope_tools, summary_uri
 
 
 @pytest.fixture
@@ -25,7 +25,9 @@ WRITE_TOOLS = ["add_memory", "edit_memory", "delete_memory"]
 
 
 class TestListing:
-    def test_tools_are_the_typed_definitions_plus_a_session_argument(self, seeded: Engram) -> None:
+    def test_history_tools_are_the_typed_definitions_plus_a_session_argument(
+        self, seeded: Engram
+    ) -> None:
         async def body(client: Client) -> Any:
             return (await client.list_tools()).tools
 
@@ -38,7 +40,10 @@ class TestListing:
             }[item.name]
             expected = source.schema("mcp")["inputSchema"]
             properties = dict(item.input_schema["properties"])
-            assert properties.pop("session")["type"] == "string"
+            if item.name in scope_tools():  # memories belong to the scope: no session
+                assert "session" not in properties
+            else:
+                assert properties.pop("session")["type"] == "string"
             assert properties == expected["properties"]
             assert item.input_schema.get("required") == expected.get("required")
             assert item.description == source.description

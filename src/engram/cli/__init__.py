@@ -20,7 +20,7 @@ from engram.cli.demo import demo_command
 from engram.cli.exporting import export_command
 from engram.cli.importing import import_command
 from engram.cli.keys import keys_group
-from engram.cli.mcp import mcp_command
+from engram.cli.mcp import mcp_command, mcp_config_command
 from engram.cli.migrate import migrate_command
 from engram.cli.query import context_command, search_command, stats_command
 from engram.cli.serve import serve_command
@@ -73,5 +73,6 @@ main.add_command(migrate_command)
 main.add_command(serve_command)
 main.add_command(keys_group)
 main.add_command(mcp_command)
+main.add_command(mcp_config_command)
 
 __all__ = ["EngramGroup", "main"]

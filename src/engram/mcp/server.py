@@ -2,7 +2,8 @@
 
 This module only translates. Tools come from the same typed definitions as
 the OpenAI and Anthropic schemas (:mod:`engram.tools`): their MCP schema is
-``Tool.schema("mcp")`` plus one optional ``session`` argument, and a call goes
+``Tool.schema("mcp")``, plus one optional ``session`` argument for the history
+tools (the memory tools belong to the scope and ignore one), and a call goes
 through :func:`engram.tools.dispatch` bound to a session of the caller's scope.
 The scope is never a tool argument: a :class:`Binding` decides it (the
 ``--scope`` of ``engram mcp``, or the API key over HTTP), so a tool call can
@@ -69,6 +70,11 @@ def registry() -> dict[str, tools.Tool]:
     return offered
 
 
+def scope_tools() -> frozenset[str]:
+    """The tools that work on the scope, not a conversation (memories): ``session`` is moot."""
+    return frozenset(tools.declared(func).name for func in tools.MEMORY_TOOLS)
+
+
 def build_server(engram: Engram, resolve: Resolver) -> Server[Any]:
     """The MCP server for ``engram``, each request confined to the binding ``resolve`` gives.
 
@@ -77,6 +83,7 @@ def build_server(engram: Engram, resolve: Resolver) -> Server[Any]:
         resolve: The binding of a request; it raises ``MCPError`` to refuse one.
     """
     known = registry()
+    of_scope = scope_tools()
 
     def offered(binding: Binding) -> dict[str, tools.Tool]:
         return {name: t for name, t in known.items() if binding.writable or not t.writes}
@@ -86,7 +93,7 @@ def build_server(engram: Engram, resolve: Resolver) -> Server[Any]:
     ) -> types.ListToolsResult:
         binding = resolve(ctx)
         return types.ListToolsResult(
-            tools=[_mcp_tool(t, binding) for t in offered(binding).values()]
+            tools=[_mcp_tool(t, binding, t.name not in of_scope) for t in offered(binding).values()]
         )
 
     async def call_tool(
@@ -95,11 +102,15 @@ def build_server(engram: Engram, resolve: Resolver) -> Server[Any]:
         binding = resolve(ctx)
         arguments = dict(params.arguments or {})
         chosen = arguments.pop(SESSION_ARGUMENT, None)
+        if params.name in of_scope:
+            chosen = None  # memories belong to the scope, whatever conversation is named
         allowed = offered(binding)
 
         def run() -> str:
             session = _session(engram, binding, chosen)
-            return tools.dispatch(session, params.name, arguments, registry=allowed)
+            return tools.dispatch(
+                session, params.name, arguments, registry=allowed, also_accepts=[SESSION_ARGUMENT]
+            )
 
         try:
             text = await offload(run)
@@ -198,14 +209,15 @@ async def serve_stdio(server: Server[Any]) -> None:
 # -- translation ------------------------------------------------------------------------
 
 
-def _mcp_tool(described: tools.Tool, binding: Binding) -> types.Tool:
+def _mcp_tool(described: tools.Tool, binding: Binding, per_session: bool) -> types.Tool:
     schema = described.schema("mcp")
     parameters = schema["inputSchema"]
-    parameters["properties"][SESSION_ARGUMENT] = {
-        "type": "string",
-        "description": "The conversation to use, within this project "
-        f"(default: {binding.session!r}).",
-    }
+    if per_session:
+        parameters["properties"][SESSION_ARGUMENT] = {
+            "type": "string",
+            "description": "The conversation to use, within this project "
+            f"(default: {binding.session!r}).",
+        }
     return types.Tool(
         name=schema["name"],
         description=schema["description"],

@@ -1,10 +1,16 @@
 """MCP over streamable HTTP at ``/mcp``, behind the same API keys as every ``/v1`` route.
 
-The key decides the scope: ``X-Engram-Scope`` names it when the key reaches
-several (admin keys, local mode), a key bound to one scope uses that one;
-read-only keys get no tool that writes. ``X-Engram-Session`` sets the
-conversation tools use when a call names none. Mounted only when the ``mcp``
-extra is installed.
+Both eras of the protocol are served on one endpoint: the 2026-07-28 revision
+(stateless: no ``initialize``, no ``Mcp-Session-Id``) and the handshake era;
+the SDK routes each request by its ``MCP-Protocol-Version`` header.
+
+The key decides the scope (:mod:`engram.server.mcp_auth`): ``X-Engram-Scope``
+names it, and must when the key reaches several scopes (an admin key reaches
+all); a key bound to one scope uses that one; local mode (no key in the store)
+uses ``default``. Read-only keys get no tool that writes. ``X-Engram-Session``
+sets the conversation history tools use when a call names none. The
+endpoint's Protected Resource Metadata is served beside it. Mounted only when
+the ``mcp`` extra is installed.
 """
 
 from __future__ import annotations
@@ -20,9 +26,7 @@ from starlette.routing import Route
 
 from engram.errors import EngramError, MissingDependency
 from engram.intake.validation import check_id
-from engram.server.deps import bearer_secret, resolve_caller
-from engram.server.errors import error_body, status_of
-from engram.server.routes.proxy import own_scope
+from engram.server.mcp_auth import METADATA_PATH, chosen_scope, mcp_caller, metadata, refusal
 
 #: Where MCP is served.
 MCP_PATH = "/mcp"
@@ -40,19 +44,22 @@ def mount_mcp(app: FastAPI) -> bool:
 
     async def authorize(request: Request) -> Binding | Response:
         try:
-            caller = await resolve_caller(request, bearer_secret(request))
-            scope = check_id("scope", request.headers.get("x-engram-scope") or own_scope(caller))
-            caller.require(scope, "read")
+            caller = await mcp_caller(request)
+            scope = chosen_scope(caller, request.headers.get("x-engram-scope"))
             session = check_id(
                 "session", request.headers.get("x-engram-session") or DEFAULT_SESSION
             )
         except EngramError as exc:
-            status, kind = status_of(exc)
-            return JSONResponse(error_body(kind, str(exc)), status_code=status)
+            return await refusal(request, exc)
         return Binding(scope, session, writable=caller.may(scope, write=True))
+
+    async def described(request: Request) -> Response:
+        return JSONResponse(metadata(request, MCP_PATH))
 
     served = McpHttp(app.state.engram, authorize)
     app.router.routes.append(Route(MCP_PATH, endpoint=served, methods=["GET", "POST", "DELETE"]))
+    for path in (METADATA_PATH + MCP_PATH, METADATA_PATH):
+        app.router.routes.append(Route(path, endpoint=described, methods=["GET"]))
     previous = app.router.lifespan_context
 
     @asynccontextmanager

@@ -8,6 +8,7 @@ the HTTP layer decides.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from engram.proxy.settings import ProxySettings
 from engram.store.base import MAX_PAGE
@@ -38,6 +39,14 @@ class ServerSettings:
             the proxy answers that no upstream is configured).
         mcp: Serve MCP over streamable HTTP at ``/mcp`` (when the ``mcp`` extra
             is installed).
+        mcp_token_verifier: Checks bearer tokens of ``/mcp`` that are not API
+            keys (an OAuth authorization server's): the MCP SDK's
+            ``TokenVerifier`` (``async verify_token(token) -> AccessToken | None``);
+            see :mod:`engram.server.mcp_auth` for the scopes it grants.
+        mcp_authorization_servers: The authorization servers ``/mcp``'s Protected
+            Resource Metadata names (those whose tokens the verifier accepts).
+        public_url: The server's URL as clients reach it (behind a reverse
+            proxy); None: each request's own.
 
     """
 
@@ -47,3 +56,6 @@ class ServerSettings:
     extra_links: dict[str, str] = field(default_factory=dict)
     proxy: ProxySettings | None = None
     mcp: bool = True
+    mcp_token_verifier: Any = None
+    mcp_authorization_servers: tuple[str, ...] = ()
+    public_url: str | None = None

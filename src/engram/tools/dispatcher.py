@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from engram.errors import ConfigError, DateParseError, EngramError, InvalidQuery, NotFound
@@ -56,6 +56,7 @@ def dispatch(
     names: Iterable[str] | None = None,
     counter: TokenCounter | None = None,
     registry: Mapping[str, Tool] | None = None,
+    also_accepts: Sequence[str] = (),
 ) -> str:
     """Run the tool ``name`` for ``session`` and return its result as JSON text.
 
@@ -68,6 +69,8 @@ def dispatch(
         names: The tools offered to the model; others are "unknown_tool".
         counter: Counter for the cap (default: the exact storage counter).
         registry: The tools to look ``name`` up in (default: :data:`TOOLS`).
+        also_accepts: Arguments the caller's interface took out before this call
+            (MCP's ``session``), named too when an error lists what a tool accepts.
 
     Returns:
         The result JSON, or ``{"error": {"type", "message"}}``.
@@ -82,7 +85,7 @@ def dispatch(
         )
     try:
         tool = _find(name, names, TOOLS if registry is None else registry)
-        values = validate(tool, decode_arguments(arguments))
+        values = validate(tool, decode_arguments(arguments), also_accepts=also_accepts)
         result = tool.func(session, **values)
         capped = cap_result(
             result,
@@ -137,8 +140,13 @@ def decode_arguments(arguments: str | Mapping[str, Any] | None) -> dict[str, Any
     return decoded
 
 
-def validate(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
+def validate(
+    tool: Tool, arguments: Mapping[str, Any], *, also_accepts: Sequence[str] = ()
+) -> dict[str, Any]:
     """Check arguments against the tool's derived schema; return the keyword arguments.
+
+    ``also_accepts`` are arguments the interface handles itself: listed with the
+    tool's own when an unknown one is refused.
 
     Raises:
         ToolError: unknown key, missing required key, wrong type, out of range
@@ -147,7 +155,7 @@ def validate(tool: Tool, arguments: Mapping[str, Any]) -> dict[str, Any]:
     known = {param.name: param for param in tool.params}
     unknown = sorted(key for key in arguments if key not in known)
     if unknown:
-        accepted = ", ".join(known) or "none"
+        accepted = ", ".join([*known, *also_accepts]) or "none"
         raise ToolError(
             "invalid_arguments",
             f"{tool.name} has no parameter {', '.join(map(repr, unknown))}; it accepts: {accepted}",
