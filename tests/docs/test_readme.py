@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from engram import telemetry
 from engram.cli import main
 from engram.testing import FakeLLMServer
 
@@ -23,6 +24,7 @@ def blocks(doc: Path) -> list[str]:
 def test_python_blocks_run(doc: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The blocks of one document run in order, in one namespace, as a reader would."""
     monkeypatch.chdir(tmp_path)  # engram.open() writes ./engram.db here
+    monkeypatch.setattr(telemetry, "_tracer", None)  # the traces example's provider ends here
     monkeypatch.delenv("ENGRAM_URL", raising=False)
     with FakeLLMServer() as server:
         # An example that talks to a model talks to the scripted one, as the SDK
