@@ -37,7 +37,7 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 #: The model's name, stored with nothing but reported with results.
 MODEL_NAME = "all-MiniLM-L6-v2 (int8 ONNX)"
 
-TOKENIZER_PATH = Path(__file__).parent / "data" / "minilm_tokenizer.json"
+TOKENIZER_PATH = Path(__file__).parents[1] / "data" / "minilm_tokenizer.json"
 
 
 def _sha256(path: Path) -> str:
