@@ -115,7 +115,7 @@ def browser_context() -> Iterator[Any]:
                 headless=True,
                 viewport={"width": 1280, "height": 900},
             )
-            context.set_default_timeout(10_000)
+            context.set_default_timeout(30_000)  # slow steps on a loaded 2-core machine
             try:
                 yield context
             finally:
