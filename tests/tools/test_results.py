@@ -1,18 +1,17 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engram.engine import Engram
 from engram.errors import ConfigError
+from engram.session import Session
 from engram.tokens import storage_counter
 from engram.tools import cap_result, dispatch
-
-from .conftest import NOW, FakeEngram, FakeSession
 
 
 def tokens(text: str) -> int:
@@ -25,21 +24,21 @@ def run(session: Any, name: str, cap: int = 4000, **arguments: Any) -> tuple[str
 
 
 @pytest.fixture
-def wordy(fake_engram: FakeEngram) -> FakeSession:
-    """40 messages of about 300 tokens each, all mentioning 'pricing'."""
-    session = fake_engram.session("big", scope="phoenix")
-    for i in range(40):
-        body = f"pricing note {i}: " + " ".join(f"word{i}x{j}" for j in range(120))
-        session.add("user" if i % 2 == 0 else "assistant", body, NOW - timedelta(minutes=40 - i))
+def wordy(mem: Engram) -> Session:
+    """40 messages (ids 1-40, written today) of about 300 tokens each, all mentioning 'pricing'."""
+    session = mem.session("big", scope="phoenix")
+    session.add_many(
+        {
+            "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"pricing note {i}: " + " ".join(f"word{i}x{j}" for j in range(120)),
+        }
+        for i in range(40)
+    )
     return session
 
 
 class TestDroppingItems:
-    def test_search_drops_lowest_ranked(self, wordy: FakeSession) -> None:
-        text, answer = run(wordy, "search_history", cap=300, query="pricing", limit=40)
-        assert tokens(text) <= 300
-        assert answer["truncated"] is True
-        assert answer["omitted"] == 40 - len(answer["results"]) > 0
+    def test_search_drops_lowest_ranked(self, wordy: Session) -> None:
         full = json.loads(
             dispatch(
                 wordy,
@@ -48,10 +47,14 @@ class TestDroppingItems:
                 max_result_tokens=100_000,
             )
         )
+        text, answer = run(wordy, "search_history", cap=300, query="pricing", limit=40)
+        assert tokens(text) <= 300
+        assert answer["truncated"] is True
+        assert answer["omitted"] == full["count"] - len(answer["results"]) > 0
         kept = [r["id"] for r in answer["results"]]
         assert kept == [r["id"] for r in full["results"]][: len(kept)]  # a prefix: best kept
 
-    def test_extended_drops_oldest_and_pages_on(self, wordy: FakeSession) -> None:
+    def test_extended_drops_oldest_and_pages_on(self, wordy: Session) -> None:
         text, answer = run(wordy, "get_extended_context", cap=2000, count=20)
         assert tokens(text) <= 2000
         ids = [m["id"] for m in answer["messages"]]
@@ -61,21 +64,23 @@ class TestDroppingItems:
         _, older = run(wordy, "get_extended_context", cap=2000, count=5, before_id=ids[0])
         assert [m["id"] for m in older["messages"]][-1] == ids[0] - 1
 
-    def test_by_date_drops_from_the_end(self, wordy: FakeSession) -> None:
+    def test_by_date_drops_from_the_end(self, wordy: Session) -> None:
         text, answer = run(wordy, "get_messages_by_date", cap=1500, date="today", limit=50)
         assert tokens(text) <= 1500
         ids = [m["id"] for m in answer["messages"]]
         assert ids == list(range(1, len(ids) + 1)) and answer["omitted"] == 40 - len(ids)
 
-    def test_small_results_are_untouched(self, wordy: FakeSession) -> None:
+    def test_small_results_are_untouched(self, wordy: Session) -> None:
         _, answer = run(wordy, "get_extended_context", count=2)
         assert "truncated" not in answer and answer["count"] == 2
 
 
 class TestCuttingOneMessage:
-    def test_huge_message_is_cut_with_a_marker(self, fake_engram: FakeEngram) -> None:
-        session = fake_engram.session("log", scope="p")
-        huge = session.add("tool", "line of a very long log file\n" * 20_000)
+    def test_huge_message_is_cut_with_a_marker(self, mem: Engram) -> None:
+        session = mem.session("log", scope="p")
+        call = {"id": "call-1", "type": "function", "function": {"name": "logs", "arguments": "{}"}}
+        session.add("assistant", None, tool_calls=[call])
+        huge = session.add("tool", "line of a very long log file\n" * 2_000, tool_call_id="call-1")
         text, answer = run(session, "get_message_by_id", cap=1000, message_id=huge.id)
         assert tokens(text) <= 1000
         assert answer["content_truncated"] is True
@@ -83,8 +88,8 @@ class TestCuttingOneMessage:
         assert f"message_id={huge.id}" in answer["content"]
         assert f"offset={answer['next_offset']}" in answer["content"]
 
-    def test_pages_rebuild_the_whole_text(self, fake_engram: FakeEngram) -> None:
-        session = fake_engram.session("log", scope="p")
+    def test_pages_rebuild_the_whole_text(self, mem: Engram) -> None:
+        session = mem.session("log", scope="p")
         original = "".join(f'§{i} "quoted" \\ tab\t ünïcode 日本語\n' for i in range(1200))
         message = session.add("user", original)
         pieces, offset = [], 0
@@ -101,8 +106,8 @@ class TestCuttingOneMessage:
             offset = answer["next_offset"]
         assert "".join(pieces) == original
 
-    def test_single_huge_item_in_a_list(self, fake_engram: FakeEngram) -> None:
-        session = fake_engram.session("s", scope="p")
+    def test_single_huge_item_in_a_list(self, mem: Engram) -> None:
+        session = mem.session("s", scope="p")
         big = session.add("user", "x y " * 50_000)
         text, answer = run(session, "get_extended_context", cap=500, count=1)
         assert tokens(text) <= 500
