@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.facades import FACADES, facade
 
 import engram
 from engram.engine import Engram
@@ -67,6 +69,12 @@ def store_url(request: pytest.FixtureRequest, tmp_path: object) -> str:
 
 
 @pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> str:
+    """A URL to a fresh, empty PostgreSQL schema, dropped after the test."""
+    return _postgres_url(request)
+
+
+@pytest.fixture
 def store(store_url: str) -> Iterator[Store]:
     """An open store on ``store_url``, closed after the test."""
     opened = open_store(store_url)
@@ -109,6 +117,19 @@ def open_engram(store_url: str) -> Iterator[Callable[..., Engram]]:
 def mem(open_engram: Callable[..., Engram]) -> Engram:
     """An ``Engram`` with no model on a fresh store of each backend in turn."""
     return open_engram()
+
+
+@pytest.fixture
+def sqlite_engram(tmp_path: Path) -> Iterator[Engram]:
+    """An Engram with no model on a fresh SQLite file."""
+    with engram.open(f"sqlite:///{tmp_path / 'engram.db'}", llm=None) as mem:
+        yield mem
+
+
+@pytest.fixture(params=FACADES)
+def mem_each_api(request: pytest.FixtureRequest, open_engram: Callable[..., Engram]) -> Any:
+    """An ``Engram`` on each backend, through the sync API and through the async facade."""
+    return facade(open_engram(), request.param, request)
 
 
 @pytest.fixture

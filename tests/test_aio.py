@@ -10,12 +10,10 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
 import pytest
-from tests.facades import FACADES, facade
 
 import engram
 from engram.aio import AsyncEngram, AsyncMemories, AsyncSession
@@ -28,19 +26,14 @@ from engram.testing import FakeLLMServer
 MODEL = "gpt-4o-mini"
 
 
-@pytest.fixture(params=FACADES)
-def api(request: pytest.FixtureRequest, open_engram: Callable[..., Engram]) -> Any:
-    return facade(open_engram(), request.param, request)
-
-
 def outcome(value: Any) -> Any:
     """``Session.end`` gives a future in sync code; the async facade awaits it."""
     return value.result(timeout=30) if isinstance(value, Future) else value
 
 
 class TestFacadeVerbs:
-    def test_write_read_and_budget(self, api: Any) -> None:
-        chat = api.session("c", scope="s", policy="lean")
+    def test_write_read_and_budget(self, mem_each_api: Any) -> None:
+        chat = mem_each_api.session("c", scope="s", policy="lean")
         chat.add("user", "The launch is on Monday.")
         chat.add_many([{"role": "assistant", "content": "Noted: Monday."}])
         contents = [m.content for m in chat.messages()]
@@ -49,23 +42,23 @@ class TestFacadeVerbs:
         assert ctx.tokens <= 1000 - ctx.reserve
         assert ctx.message_ids == [m.id for m in chat.messages()]
         assert chat.search("launch")[0].message.content == "The launch is on Monday."
-        assert api.search("monday", scope="s")
+        assert mem_each_api.search("monday", scope="s")
         assert len(chat.extended(10)) == 2
         assert chat.stats()["total_messages"] == 2
         assert chat.by_date("today")[0].content == "The launch is on Monday."
-        assert api.sessions("s")[0].id == "c"
-        assert api.scopes() == ["s"]
+        assert mem_each_api.sessions("s")[0].id == "c"
+        assert mem_each_api.scopes() == ["s"]
 
-    def test_errors_cross_the_boundary_unchanged(self, api: Any) -> None:
-        chat = api.session("c", scope="s")
+    def test_errors_cross_the_boundary_unchanged(self, mem_each_api: Any) -> None:
+        chat = mem_each_api.session("c", scope="s")
         with pytest.raises(InvalidMessage, match="unknown role"):
             chat.add("robot", "hi")
         with pytest.raises(SessionNotFound):
-            api.require_session("nope", scope="s")
+            mem_each_api.require_session("nope", scope="s")
         assert chat.messages() == []
 
-    def test_compaction_and_the_memory_of_an_ended_session(self, api: Any) -> None:
-        chat = api.session("c", scope="s", policy="summary_buffer")
+    def test_compaction_and_the_memory_of_an_ended_session(self, mem_each_api: Any) -> None:
+        chat = mem_each_api.session("c", scope="s", policy="summary_buffer")
         for i in range(40):
             role = "user" if i % 2 == 0 else "assistant"
             chat.add(role, f"We decided to ship release {i} with the new billing page. " * 8)
@@ -74,7 +67,7 @@ class TestFacadeVerbs:
         assert chat.compaction_state().summary
         done = outcome(chat.end("done"))
         assert done is not None
-        memories = api.memories("s")
+        memories = mem_each_api.memories("s")
         assert memories.list()
         created = memories.create("Pricing is 59 dollars per seat.")
         assert memories.get(created.id).content == "Pricing is 59 dollars per seat."

@@ -5,12 +5,9 @@ Every test runs on the sync API and on the async facade (``engram.aio``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-from tests.facades import FACADES, facade
 
 from engram.engine import Engram
 from engram.errors import DateParseError, InvalidMessage, InvalidQuery, MessageNotFound
@@ -18,14 +15,8 @@ from engram.intake.validation import MAX_CONTENT_BYTES
 from engram.limits import MAX_EXTENDED_CONTEXT
 
 
-@pytest.fixture(params=FACADES)
-def mem(request: pytest.FixtureRequest, open_engram: Callable[..., Engram]) -> Any:
-    """An Engram on each backend, through the sync API and through the async facade."""
-    return facade(open_engram(), request.param, request)
-
-
-def stored(mem: Engram, session: str = "s", scope: str = "p") -> list[str]:
-    return [m.content for m in mem.session(session, scope=scope).messages(limit=1000)]
+def stored(mem_each_api: Engram, session: str = "s", scope: str = "p") -> list[str]:
+    return [m.content for m in mem_each_api.session(session, scope=scope).messages(limit=1000)]
 
 
 class TestBadInputIsRefusedWhole:
@@ -42,15 +33,15 @@ class TestBadInputIsRefusedWhole:
         ],
     )
     def test_one_bad_message_names_the_problem(
-        self, mem: Engram, role: str, content: object, fragment: str
+        self, mem_each_api: Engram, role: str, content: object, fragment: str
     ) -> None:
-        chat = mem.session("s", scope="p")
+        chat = mem_each_api.session("s", scope="p")
         with pytest.raises(InvalidMessage, match=fragment):
             chat.add(role, content)  # type: ignore[arg-type]
-        assert stored(mem) == []
+        assert stored(mem_each_api) == []
 
-    def test_a_bad_message_in_a_batch_writes_nothing(self, mem: Engram) -> None:
-        chat = mem.session("s", scope="p")
+    def test_a_bad_message_in_a_batch_writes_nothing(self, mem_each_api: Engram) -> None:
+        chat = mem_each_api.session("s", scope="p")
         chat.add("user", "kept from before")
         batch = [
             {"role": "user", "content": "first"},
@@ -59,10 +50,10 @@ class TestBadInputIsRefusedWhole:
         ]
         with pytest.raises(InvalidMessage, match="message #2"):
             chat.add_many(batch)
-        assert stored(mem) == ["kept from before"]
+        assert stored(mem_each_api) == ["kept from before"]
 
-    def test_tool_result_without_a_matching_call_is_refused(self, mem: Engram) -> None:
-        chat = mem.session("s", scope="p")
+    def test_tool_result_without_a_matching_call_is_refused(self, mem_each_api: Engram) -> None:
+        chat = mem_each_api.session("s", scope="p")
         with pytest.raises(InvalidMessage, match="answers no earlier"):
             chat.add("tool", '{"ok": true}', tool_call_id="call_missing")
         call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
@@ -70,15 +61,15 @@ class TestBadInputIsRefusedWhole:
         chat.add("tool", '{"ok": true}', tool_call_id="call_1")  # answers a stored call
         assert [m.role for m in chat.messages()] == ["assistant", "tool"]
 
-    def test_impossible_dates_are_errors_not_today(self, mem: Engram) -> None:
-        chat = mem.session("s", scope="p")
+    def test_impossible_dates_are_errors_not_today(self, mem_each_api: Engram) -> None:
+        chat = mem_each_api.session("s", scope="p")
         chat.add("user", "hello")
         for phrase in ["2025-02-30", "banana", "", "march 32"]:
             with pytest.raises(DateParseError):
                 chat.by_date(phrase)
 
-    def test_search_metacharacters_are_text(self, mem: Engram) -> None:
-        chat = mem.session("s", scope="p")
+    def test_search_metacharacters_are_text(self, mem_each_api: Engram) -> None:
+        chat = mem_each_api.session("s", scope="p")
         chat.add("user", 'We said "pricing" (final) at 100% for pro_plan*')
         for query in ['"pricing', "pricing*", "NEAR(pricing", "100%", "pro_plan", "(", '"']:
             chat.search(query)  # never an error
@@ -86,8 +77,8 @@ class TestBadInputIsRefusedWhole:
 
 
 class TestReads:
-    def test_extended_is_capped_at_fifty_and_pages_backwards(self, mem: Engram) -> None:
-        chat = mem.session("s", scope="p")
+    def test_extended_is_capped_at_fifty_and_pages_backwards(self, mem_each_api: Engram) -> None:
+        chat = mem_each_api.session("s", scope="p")
         chat.add_many([{"role": "user", "content": f"message {i}"} for i in range(120)])
         page = chat.extended(500)
         assert len(page) == MAX_EXTENDED_CONTEXT
@@ -97,15 +88,15 @@ class TestReads:
         with pytest.raises(InvalidQuery):
             chat.extended(0)
 
-    def test_message_by_id_is_scoped(self, mem: Engram) -> None:
-        theirs = mem.session("s", scope="other").add("user", "secret of another scope")
-        mine = mem.session("s", scope="p").add("user", "mine")
-        assert mem.message(mine.id, scope="p").content == "mine"
+    def test_message_by_id_is_scoped(self, mem_each_api: Engram) -> None:
+        theirs = mem_each_api.session("s", scope="other").add("user", "secret of another scope")
+        mine = mem_each_api.session("s", scope="p").add("user", "mine")
+        assert mem_each_api.message(mine.id, scope="p").content == "mine"
         with pytest.raises(MessageNotFound):
-            mem.message(theirs.id, scope="p")
+            mem_each_api.message(theirs.id, scope="p")
 
-    def test_by_date_and_stats(self, mem: Engram) -> None:
-        chat = mem.session("s", scope="p")
+    def test_by_date_and_stats(self, mem_each_api: Engram) -> None:
+        chat = mem_each_api.session("s", scope="p")
         day = datetime(2025, 3, 3, 15, tzinfo=UTC)
         chat.add("user", "on the third", created_at=day)
         chat.add("user", "on the fourth", created_at=day + timedelta(days=1))
@@ -115,8 +106,8 @@ class TestReads:
         assert stats["first_message_at"].startswith("2025-03-03")
         assert stats["stored_tokens"] == sum(m.tokens for m in chat.messages())
 
-    def test_context_fits_and_reports_what_went_in(self, mem: Engram) -> None:
-        chat = mem.session("s", scope="p")
+    def test_context_fits_and_reports_what_went_in(self, mem_each_api: Engram) -> None:
+        chat = mem_each_api.session("s", scope="p")
         chat.add_many([{"role": "user", "content": "word " * 300} for _ in range(20)])
         ctx = chat.context(budget=2000, reserve=200, model="gpt-4o-mini")
         assert ctx.tokens <= 1800

@@ -15,21 +15,10 @@ from engram.engine import Engram
 from engram.store.postgres.backend import PostgresStore
 from engram.store.postgres.jobs import JobQueue
 
-try:
-    from tests.pg import fresh_postgres_url
-except ImportError:  # tests/ itself is on sys.path (rootdir-relative imports)
-    from pg import fresh_postgres_url  # type: ignore[import-not-found,no-redef]
-
 pytestmark = pytest.mark.postgres
 
 #: Every wait in these tests is bounded by this (seconds).
 WAIT = 10.0
-
-
-@pytest.fixture
-def url(request: pytest.FixtureRequest) -> str:
-    """A fresh, empty PostgreSQL schema."""
-    return fresh_postgres_url(request)
 
 
 @pytest.fixture
@@ -41,8 +30,8 @@ def opened() -> Iterator[list[Engram]]:
         mem.close()
 
 
-def _open(opened: list[Engram], url: str, *, run_jobs: bool = True) -> Engram:
-    mem = engram.open(url, llm=None, run_jobs=run_jobs, min_size=1, max_size=4)
+def _open(opened: list[Engram], pg_url: str, *, run_jobs: bool = True) -> Engram:
+    mem = engram.open(pg_url, llm=None, run_jobs=run_jobs, min_size=1, max_size=4)
     opened.append(mem)
     return mem
 
@@ -71,9 +60,9 @@ def _workers(mem: Engram) -> QueueScheduler:
 
 class TestCompactionJobs:
     def test_enqueued_once_run_by_exactly_one_of_two_servers(
-        self, url: str, opened: list[Engram]
+        self, pg_url: str, opened: list[Engram]
     ) -> None:
-        web = _open(opened, url, run_jobs=False)
+        web = _open(opened, pg_url, run_jobs=False)
         _fill(web, "p", "s")
         chat = web.session("s", "p")
         assert chat.compact_later() is True
@@ -84,7 +73,7 @@ class TestCompactionJobs:
         time.sleep(0.3)
         assert _jobs(web)[0][1] == "pending"  # run_jobs=False: nobody here runs it
 
-        a, b = _open(opened, url), _open(opened, url)
+        a, b = _open(opened, pg_url), _open(opened, pg_url)
         assert web.wait_idle(WAIT)
         assert _jobs(web) == [(COMPACTION, "done", "s", 1)]
         assert _workers(a).completed + _workers(b).completed == 1
@@ -94,9 +83,9 @@ class TestCompactionJobs:
         assert a.session("s", "p").compaction_state() == b.session("s", "p").compaction_state()
 
     def test_context_enqueues_and_the_state_appears_for_the_other_server(
-        self, url: str, opened: list[Engram]
+        self, pg_url: str, opened: list[Engram]
     ) -> None:
-        a, b = _open(opened, url), _open(opened, url)
+        a, b = _open(opened, pg_url), _open(opened, pg_url)
         _fill(a, "p", "s")
         ctx = a.session("s", "p").context()
         assert ctx.pending_compaction is True
@@ -111,9 +100,9 @@ class TestCompactionJobs:
         assert len(after.messages) < 60  # the folded messages are out of the prompt
 
     def test_a_dead_workers_job_is_reclaimed_after_its_lease(
-        self, url: str, opened: list[Engram]
+        self, pg_url: str, opened: list[Engram]
     ) -> None:
-        web = _open(opened, url, run_jobs=False)
+        web = _open(opened, pg_url, run_jobs=False)
         _fill(web, "p", "s")
         assert web.session("s", "p").compact_later() is True
         store = web.store
@@ -122,7 +111,7 @@ class TestCompactionJobs:
         job = dead.claim([COMPACTION], lease=timedelta(milliseconds=500))
         assert job is not None and job.locked_by == "dead-server"
         # While the lease holds, a live worker leaves the job alone.
-        live = _open(opened, url)
+        live = _open(opened, pg_url)
         time.sleep(0.2)
         assert _jobs(web)[0][1] == "running"
         assert web.wait_idle(WAIT)
@@ -137,8 +126,10 @@ class TestCompactionJobs:
 
 
 class TestMemoryJobs:
-    def test_end_writes_the_memory_through_the_queue(self, url: str, opened: list[Engram]) -> None:
-        a, b = _open(opened, url), _open(opened, url)
+    def test_end_writes_the_memory_through_the_queue(
+        self, pg_url: str, opened: list[Engram]
+    ) -> None:
+        a, b = _open(opened, pg_url), _open(opened, pg_url)
         chat = a.session("c1", "p")
         chat.add("user", "We decided to price the Pro plan at 14 dollars.")
         chat.add("assistant", "Noted, I will keep that in mind.")
@@ -154,9 +145,9 @@ class TestMemoryJobs:
         assert len(_jobs(a)) == 1
 
     def test_run_jobs_false_enqueues_and_another_engine_runs_it(
-        self, url: str, opened: list[Engram]
+        self, pg_url: str, opened: list[Engram]
     ) -> None:
-        web = _open(opened, url, run_jobs=False)
+        web = _open(opened, pg_url, run_jobs=False)
         chat = web.session("c1", "p")
         chat.add("user", "I prefer meetings after 2pm on Tuesdays.")
         future = chat.end("timeout")
@@ -164,7 +155,7 @@ class TestMemoryJobs:
         assert not future.done()
         assert web.memories("p").list() == []
         assert not web.wait_idle(0.2)  # its job is still pending
-        worker = _open(opened, url)
+        worker = _open(opened, pg_url)
         assert web.wait_idle(WAIT)
         outcome = future.result(timeout=WAIT)  # resolved from the job another engine ran
         assert outcome.status == "created" and outcome.memory is not None
@@ -173,10 +164,10 @@ class TestMemoryJobs:
 
 
 class TestLifecycle:
-    def test_close_leaves_no_thread_running(self, url: str) -> None:
+    def test_close_leaves_no_thread_running(self, pg_url: str) -> None:
         before = set(threading.enumerate())
-        mem = engram.open(url, llm=None, min_size=1, max_size=2)
-        web = engram.open(url, llm=None, run_jobs=False, min_size=1, max_size=2)
+        mem = engram.open(pg_url, llm=None, min_size=1, max_size=2)
+        web = engram.open(pg_url, llm=None, run_jobs=False, min_size=1, max_size=2)
         try:
             _fill(web, "p", "s")
             web.session("s", "p").compact_later()
@@ -192,13 +183,13 @@ class TestLifecycle:
         mem.close()  # safe twice
 
     def test_close_finishes_the_running_job_and_claims_no_more(
-        self, url: str, opened: list[Engram]
+        self, pg_url: str, opened: list[Engram]
     ) -> None:
-        web = _open(opened, url, run_jobs=False)
+        web = _open(opened, pg_url, run_jobs=False)
         for n in range(3):
             _fill(web, "p", f"s{n}")
             web.session(f"s{n}", "p").compact_later()
-        mem = engram.open(url, llm=None, min_size=1, max_size=2)
+        mem = engram.open(pg_url, llm=None, min_size=1, max_size=2)
         deadline = time.monotonic() + WAIT
         while _workers(mem).completed == 0 and time.monotonic() < deadline:
             time.sleep(0.01)

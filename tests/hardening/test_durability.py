@@ -25,10 +25,10 @@ PER_WRITER = 24
 pytestmark = pytest.mark.slow
 
 
-def _start(url: str, name: str, count: int) -> subprocess.Popen[str]:
+def _start(durable_url: str, name: str, count: int) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     return subprocess.Popen(
-        [sys.executable, str(WORKER), url, name, str(count)],
+        [sys.executable, str(WORKER), durable_url, name, str(count)],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -51,8 +51,8 @@ def _acks(process: subprocess.Popen[str], *, until: int | None = None) -> list[s
     return acked
 
 
-def _stored(url: str) -> dict[str, list[str]]:
-    with engram.open(url, llm=None) as mem:
+def _stored(durable_url: str) -> dict[str, list[str]]:
+    with engram.open(durable_url, llm=None) as mem:
         out = {}
         for info in mem.sessions("probe", limit=1000):
             messages = mem.session(info.id, scope="probe").messages(limit=1000)
@@ -75,30 +75,30 @@ def _check(acked: list[str], stored: dict[str, list[str]]) -> None:
 
 
 @pytest.fixture
-def url(store_url: str) -> str:
+def durable_url(store_url: str) -> str:
     if store_url.startswith("memory://"):
         pytest.skip("the in-memory store lives in one process")
     return store_url
 
 
-def test_kill_9_loses_no_acknowledged_message(url: str, tmp_path: Path) -> None:
+def test_kill_9_loses_no_acknowledged_message(durable_url: str, tmp_path: Path) -> None:
     acked: list[str] = []
     for round_ in range(KILL_ROUNDS):
-        writer = _start(url, f"w{round_}", 500)
+        writer = _start(durable_url, f"w{round_}", 500)
         acked += _acks(writer, until=5 + 7 * round_)
-        _check(acked, _stored(url))
-    if url.startswith("jsondir://"):
-        root = Path(url.removeprefix("jsondir://"))
+        _check(acked, _stored(durable_url))
+    if durable_url.startswith("jsondir://"):
+        root = Path(durable_url.removeprefix("jsondir://"))
         assert not list(root.rglob("*.tmp")), "a temporary file survived the reopen"
 
 
-def test_four_writer_processes_at_once(url: str) -> None:
+def test_four_writer_processes_at_once(durable_url: str) -> None:
     started = time.monotonic()
-    writers = [_start(url, f"p{i}", PER_WRITER) for i in range(WRITERS)]
+    writers = [_start(durable_url, f"p{i}", PER_WRITER) for i in range(WRITERS)]
     acked = [text for writer in writers for text in _acks(writer)]
     assert all(writer.returncode == 0 for writer in writers)
     assert len(acked) == WRITERS * PER_WRITER
-    stored = _stored(url)
+    stored = _stored(durable_url)
     _check(acked, stored)
     assert len(stored["shared"]) == WRITERS * PER_WRITER // 2
     assert time.monotonic() - started < 60

@@ -32,12 +32,6 @@ from engram.tokens import (
 QUESTION = "What is on this picture?"
 
 
-@pytest.fixture
-def sqlite_engram(tmp_path: Any) -> Any:
-    with engram.open(f"sqlite:///{tmp_path}/images.db", llm=None) as mem:
-        yield mem
-
-
 def text_tokens(text: str = QUESTION) -> int:
     return count_message(storage_counter(), "user", text)
 

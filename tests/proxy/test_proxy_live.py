@@ -37,9 +37,9 @@ WEATHER = {
 
 
 @pytest.fixture
-def mem(tmp_path: Path) -> Iterator[Engram]:
-    with engram.open(f"sqlite:///{tmp_path / 'proxy.db'}", llm=None) as opened:
-        yield opened
+def store_url(tmp_path: Path) -> str:
+    """The shared ``mem`` fixture (an Engram with no model) on SQLite only."""
+    return f"sqlite:///{tmp_path / 'proxy.db'}"
 
 
 @pytest.fixture

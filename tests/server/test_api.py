@@ -322,9 +322,9 @@ class TestService:
         assert 'engram_compaction_seconds_total{outcome="offline"}' in text
 
     def test_readyz_is_503_when_the_store_is_gone(
-        self, sqlite_engram: Engram, make_client: Callable[..., TestClient]
+        self, sqlite_engram: Engram, make_api: Callable[..., TestClient]
     ) -> None:
-        api = make_client(sqlite_engram)
+        api = make_api(sqlite_engram)
         sqlite_engram.store.close()
         answer = api.get("/readyz")
         assert answer.status_code == 503 and answer.json()["error"]["type"] == "not_ready"
@@ -346,7 +346,7 @@ class TestErrors:
         assert paged.status_code == 422 and paged.json()["error"]["field"] == "limit"
 
     def test_a_body_over_the_limit_is_413(
-        self, sqlite_engram: Engram, make_client: Callable[..., TestClient]
+        self, sqlite_engram: Engram, make_api: Callable[..., TestClient]
     ) -> None:
         from engram.server import ServerSettings, create_app
 

@@ -92,10 +92,10 @@ def world(sqlite_engram: Engram) -> dict[str, Any]:
     }
 
 
-def _call(client: TestClient, method: str, path: str, world: dict[str, Any]) -> Any:
+def _call(api: TestClient, method: str, path: str, world: dict[str, Any]) -> Any:
     url = _fill(path, world["ids"])
     params = {"q": "swordfish", "when": "today"}
-    return client.request(method, url, json=_body(path, method), params=params)
+    return api.request(method, url, json=_body(path, method), params=params)
 
 
 def _client(mem: Engram, key: str) -> TestClient:

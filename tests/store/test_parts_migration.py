@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -49,13 +48,6 @@ class TestSQLite:
             (new,) = store.append("p", "s", [NewMessage("user", "look", T0, parts=PARTS)], [90])
             assert [m.parts for m in store.tail("p", "s", limit=5)] == [None, PARTS]
             assert store.get_message("p", new.id) == new
-
-
-@pytest.fixture
-def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    from tests.pg import fresh_postgres_url
-
-    yield fresh_postgres_url(request)
 
 
 @pytest.mark.postgres

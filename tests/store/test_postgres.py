@@ -18,24 +18,14 @@ from engram.store.postgres.backend import PostgresStore
 from engram.store.postgres.jobs import JobQueue
 from engram.store.postgres.migrations import MIGRATIONS, migrate
 
-try:
-    from tests.pg import fresh_postgres_url
-except ImportError:  # tests/ itself is on sys.path (rootdir-relative imports)
-    from pg import fresh_postgres_url  # type: ignore[import-not-found,no-redef]
-
 pytestmark = pytest.mark.postgres
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def url(request: pytest.FixtureRequest) -> str:
-    return fresh_postgres_url(request)
-
-
-@pytest.fixture
-def store(url: str) -> Iterator[PostgresStore]:
-    opened = open_store(url, max_size=4)
+def store(pg_url: str) -> Iterator[PostgresStore]:
+    opened = open_store(pg_url, max_size=4)
     assert isinstance(opened, PostgresStore)
     try:
         yield opened
@@ -48,19 +38,19 @@ def msg(content: str, *, name: str | None = None, at: datetime = T0) -> NewMessa
 
 
 class TestMigrations:
-    def test_every_migration_recorded_once(self, store: PostgresStore, url: str) -> None:
-        with psycopg.connect(url) as conn:
+    def test_every_migration_recorded_once(self, store: PostgresStore, pg_url: str) -> None:
+        with psycopg.connect(pg_url) as conn:
             rows = conn.execute("SELECT version, name FROM engram_migrations ORDER BY 1").fetchall()
             assert rows == [(v, n) for v, n, _ in MIGRATIONS]
             assert migrate(conn) == []  # already up to date: nothing reapplied
 
-    def test_concurrent_opens_migrate_once(self, url: str) -> None:
+    def test_concurrent_opens_migrate_once(self, pg_url: str) -> None:
         stores: list[PostgresStore] = []
         errors: list[BaseException] = []
 
         def opener() -> None:
             try:
-                stores.append(PostgresStore.from_url(url, min_size=1, max_size=1))
+                stores.append(PostgresStore.from_url(pg_url, min_size=1, max_size=1))
             except BaseException as exc:  # pragma: no cover - reported below
                 errors.append(exc)
 
@@ -72,13 +62,13 @@ class TestMigrations:
         for s in stores:
             s.close()
         assert errors == [] and len(stores) == 4
-        with psycopg.connect(url) as conn:
+        with psycopg.connect(pg_url) as conn:
             (count,) = conn.execute("SELECT count(*) FROM engram_migrations").fetchone() or (0,)
         assert count == len(MIGRATIONS)
 
-    def test_tables_live_in_the_url_schema(self, store: PostgresStore, url: str) -> None:
-        schema = url.rsplit("search_path%3D", 1)[1]
-        with psycopg.connect(url) as conn:
+    def test_tables_live_in_the_url_schema(self, store: PostgresStore, pg_url: str) -> None:
+        schema = pg_url.rsplit("search_path%3D", 1)[1]
+        with psycopg.connect(pg_url) as conn:
             found = conn.execute(
                 "SELECT table_schema FROM information_schema.tables WHERE table_name = 'messages'"
             ).fetchall()
@@ -94,17 +84,17 @@ class TestUrls:
         assert "hunter2" not in str(caught.value)
         assert "***" in str(caught.value)
 
-    def test_unknown_option_is_config_error(self, url: str) -> None:
+    def test_unknown_option_is_config_error(self, pg_url: str) -> None:
         with pytest.raises(ConfigError, match="pool_size"):
-            open_store(url, pool_size=3)
+            open_store(pg_url, pool_size=3)
 
     def test_not_a_postgres_url(self) -> None:
         with pytest.raises(ConfigError):
             PostgresStore.from_url("mysql://x/y")
 
-    def test_scheme_variants_accepted(self, url: str) -> None:
+    def test_scheme_variants_accepted(self, pg_url: str) -> None:
         for prefix in ("postgres://", "postgresql+psycopg://"):
-            s = open_store(prefix + url.split("://", 1)[1], max_size=1)
+            s = open_store(prefix + pg_url.split("://", 1)[1], max_size=1)
             try:
                 assert s.list_scopes() == []
             finally:
@@ -112,8 +102,8 @@ class TestUrls:
 
 
 class TestConnectionLoss:
-    def _kill_backends(self, url: str) -> int:
-        with psycopg.connect(url, autocommit=True) as conn:
+    def _kill_backends(self, pg_url: str) -> int:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
             rows = conn.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE pid <> pg_backend_pid() AND datname = current_database() "
@@ -121,22 +111,24 @@ class TestConnectionLoss:
             ).fetchall()
         return len(rows)
 
-    def test_pool_recovers_after_backends_are_killed(self, store: PostgresStore, url: str) -> None:
+    def test_pool_recovers_after_backends_are_killed(
+        self, store: PostgresStore, pg_url: str
+    ) -> None:
         store.append("p", "s", [msg("before")], [1])
-        assert self._kill_backends(url) >= 1
+        assert self._kill_backends(pg_url) >= 1
         # The pool checks connections before handing them out: the next call just works.
         assert [m.content for m in store.tail("p", "s", limit=5)] == ["before"]
         store.append("p", "s", [msg("after")], [1])
         assert [m.content for m in store.tail("p", "s", limit=5)] == ["before", "after"]
 
     def test_connection_dying_mid_call_is_connection_lost(
-        self, store: PostgresStore, url: str
+        self, store: PostgresStore, pg_url: str
     ) -> None:
         store.ensure_session("p", "s")
 
         def work(conn: psycopg.Connection[tuple[object, ...]]) -> None:
             (pid,) = conn.execute("SELECT pg_backend_pid()").fetchone() or (0,)
-            with psycopg.connect(url, autocommit=True) as killer:
+            with psycopg.connect(pg_url, autocommit=True) as killer:
                 killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
             conn.execute("SELECT 1")
 
@@ -179,8 +171,8 @@ class TestSearch:
         store.append("p", "s", [msg("to be or not to be")], [1])
         assert len(store.search("p", "not")) == 1
 
-    def test_uses_gin_index(self, store: PostgresStore, url: str) -> None:
-        with psycopg.connect(url) as conn:
+    def test_uses_gin_index(self, store: PostgresStore, pg_url: str) -> None:
+        with psycopg.connect(pg_url) as conn:
             (definition,) = conn.execute(
                 "SELECT indexdef FROM pg_indexes WHERE indexname = 'messages_search'"
             ).fetchone() or ("",)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -71,15 +70,6 @@ class TestSQLite:
             )
             assert store.delete_session("p", "s")
             assert store.search("p", "dog") == []
-
-
-@pytest.fixture
-def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    try:
-        from tests.pg import fresh_postgres_url
-    except ImportError:
-        from pg import fresh_postgres_url  # type: ignore[import-not-found,no-redef]
-    yield fresh_postgres_url(request)
 
 
 @pytest.mark.postgres
