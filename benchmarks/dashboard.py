@@ -7,7 +7,7 @@ Usage::
 
 Builds the core benchmark's dataset (the main session of ``--size`` messages,
 and at 100K ten other projects of 1,000 each) in ``benchmarks/work/``, puts the main
-session under ``lean`` (seed 000's bot) and records 240 turns, then asks for every
+session under ``lean`` (a chat bot's preset) and records 240 turns, then asks for every
 page of the dashboard through the app of ``engram serve`` in process (no network:
 the time is the server's), after a warm-up. Results: ``benchmarks/results/
 dashboard.json`` and ``dashboard.md`` (median, p95 and max per page; a page misses

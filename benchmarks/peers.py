@@ -9,7 +9,7 @@
   and decodes the whole history: seconds at 100K messages.)
   tiktoken cannot download its vocabulary here, so the encoding comes from
   Engram's offline loader ``engram.tokens.get_encoding``.
-* :class:`LikeScan`: the ``content LIKE '%query%'`` search seed 000 proposes,
+* :class:`LikeScan`: the ``content LIKE '%query%'`` search of a first sketch,
   newest first on the ``(session_id, id)`` index, over the floor's table.
 """
 
@@ -131,7 +131,7 @@ def build_agents(
 
 
 class LikeScan:
-    """Seed 000's ``search_history``: a LIKE scan, newest first, no index on the text."""
+    """A first sketch's ``search_history``: a LIKE scan, newest first, no index on the text."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn

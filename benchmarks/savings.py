@@ -1,4 +1,4 @@
-"""Issue 3's benchmark: the token savings curve of every preset, and the cost of planning.
+"""The token savings curve of every preset, and the cost of planning.
 
 Usage::
 
@@ -15,12 +15,12 @@ A turn is::
 
 so one prompt is built per turn, right before the final answer (after the
 turn's tool call, when it has one). The ``exchanges`` preset is driven through
-seed 004's exchange API (``begin`` / ``add_agent_message`` / ``finalize``, tool
+the exchange API (``begin`` / ``add_agent_message`` / ``finalize``, tool
 results cached for 3 exchanges), the others through ``Session.add``.
 
 Compaction runs with the offline summarizer (no model here). Each preset keeps
 its own timing mode: ``summary_buffer`` compacts synchronously inside
-``context()`` (seed 001); the others schedule it in the background, and the
+``context()`` (as its preset says); the others schedule it in the background, and the
 benchmark calls ``Engram.wait_idle()`` right after ``context()`` and after
 the answer, so a scheduled compaction commits before the next message is
 stored. That keeps every run deterministic while measuring the real default
@@ -190,7 +190,7 @@ def conversation(turns: int, *, seed: int = SEED) -> list[Turn]:
     """The synthetic conversation: same ``turns`` and ``seed``, same text, byte for byte.
 
     Questions are 8-60 words; answers short (20-60 words, 45%), medium
-    (60-130, 35%) or long (130-420 words, 20%: well over seed 004's 750 bytes);
+    (60-130, 35%) or long (130-420 words, 20%: over the 750 B that ``exchanges`` shows as a view);
     12% of turns call a tool (a 40-160 word result); about one message in six
     states a preference, decision, fact, URL or document structure. Time
     advances 30 s to 20 min per turn, with a new day every ~60 turns.
@@ -645,7 +645,7 @@ _URLS = re.compile(r"https://[^\s]+[^\s.]")
 def fake_llm_answer(request: RecordedRequest) -> str:
     """A deterministic stand-in model: summaries of the asked length, small JSON facts.
 
-    Summary requests (seed 001's prompt) get the low end of the word target,
+    Summary requests (the summary prompt) get the low end of the word target,
     half from the previous summary and half from the new messages; extraction
     requests (JSON mode) get the generator's fact sentences and URLs found in
     the transcript (at most three of each), as a model would pick them out.
@@ -750,7 +750,7 @@ def markdown(results: dict[str, Any]) -> str:
     """The tables of ``savings.md``."""
     method = results["method"]
     lines = [
-        "# Savings curve (issue 3)",
+        "# Savings curve",
         "",
         f"{method['turns']} turns, seed {method['seed']}, generated "
         f"{results['created_at']} on {results['machine']['platform']} "

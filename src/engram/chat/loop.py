@@ -11,12 +11,12 @@ The flow, for any OpenAI-compatible model::
 :func:`run_turn` does that for several rounds. Every prompt is rebuilt from
 the store by :meth:`engram.Session.context`, so tool results count against
 the budget exactly like any other message, and the prompt plus the tool
-schemas' estimate plus the reserve always fit the budget (invariant 1). The
+schemas' estimate plus the reserve always fit the budget, every round. The
 last round offers no tools, so the model has to answer (a follow-up call
 with ``tools=[]``).
 
 Safety: tools run through :func:`engram.tools.dispatch`, bound to the
-session, so the model never chooses the session or the scope (invariant 7),
+session, so the model never chooses the session or the scope (scope isolation),
 and bad tool names or arguments come back to the model as a structured error
 instead of crashing the turn. Failures of the model (:class:`LLMError`,
 after the client's one retry) propagate to the caller; by then the user

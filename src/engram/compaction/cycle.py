@@ -9,7 +9,7 @@ module does, in this order::
 
 The CAS makes the cycle safe when several threads or processes compact the
 same session: the first commit wins; a loser discards its fold and logs it
-(DESIGN invariant 5). Stored messages are only read, never written.
+(compare-and-set on the state version). Stored messages are only read, never written.
 
 The planner counts the state's prompt sections (:mod:`.prompt_sections`)
 exactly as the prompt will show them.

@@ -12,7 +12,7 @@ The engine does the I/O around it::
         for call in result.usage: store.record_usage(scope, session, call.usage_record())
 
 Nothing here raises for a model failure: the summarizer falls back to the
-offline one, and ``degraded`` / ``notes`` say so (DESIGN invariant 6).
+offline one, and ``degraded`` / ``notes`` say so: a failing model never fails the turn.
 """
 
 from __future__ import annotations

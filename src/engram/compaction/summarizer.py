@@ -6,7 +6,7 @@ Two implementations of one :class:`Summarizer` protocol:
   (:data:`SUMMARY_PROMPT`) and the progressive word target; it extracts
   important data with the JSON prompt. When the model fails (after the
   client's single retry) it falls back to the offline summarizer and says so
-  in ``fallback_reason`` (DESIGN invariant 6).
+  in ``fallback_reason``: a failing model never fails the turn.
 * :class:`OfflineSummarizer` needs no model: a deterministic extractive
   summary of what the conversation states (:mod:`engram.compaction.extractive`:
   decisions, preferences and facts in declarative form, the user in the third

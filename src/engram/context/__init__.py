@@ -31,7 +31,7 @@ they are converted part by part; other counters (``cl100k_base``, custom)
 recount, with a bounded cache. ``Context.tokens`` always equals
 ``tokens.count_messages(counter, ctx.messages)``.
 
-The same inputs give the same messages, byte for byte (invariant 8): nothing
+The same inputs give the same messages, byte for byte (so prompt caches hit): nothing
 in the prompt depends on time, randomness or dict iteration order.
 
 Modules: :mod:`~engram.context.results` (what is returned),

@@ -2,7 +2,7 @@
 
 A :class:`BoundTool` is a registered tool (:mod:`engram.tools`) plus the
 session every call is confined to: the model chooses the arguments, never the
-session or the scope (DESIGN invariant 7). ``run`` returns the JSON text the
+session or the scope (scope isolation). ``run`` returns the JSON text the
 tool dispatcher gives (a result, or a structured error for bad arguments);
 ``arun`` does the same off the event loop.
 """

@@ -4,7 +4,7 @@ OpenAI, xAI Grok, Ollama, vLLM, LM Studio and OpenRouter all speak the same
 ``POST /v1/chat/completions``; the official ``openai`` SDK talks to each of
 them given a base URL, a key and a model name.
 
-Failure policy (DESIGN invariant 6): the SDK's own retries are switched off
+Failure policy (a failing model never fails the turn): the SDK's own retries are switched off
 (``max_retries=0``) and this client retries exactly once, after a short
 backoff, on a timeout, a connection error, HTTP 429 or HTTP 5xx. The timeout
 bounds each attempt in total, not each read (:mod:`engram.llm.deadline`): a

@@ -75,7 +75,7 @@ def scope_out(summary: ScopeSummary) -> ScopeOut:
 
 
 def memory_out(record: MemoryRecord) -> MemoryOut:
-    """A memory, with seed 003's field names."""
+    """A memory, with the admin memory API's field names."""
     return MemoryOut(
         id=record.id,
         content=record.content,

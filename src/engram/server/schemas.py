@@ -191,7 +191,7 @@ class SessionIn(BaseModel):
 
 
 class DeletedOut(BaseModel):
-    """The outcome of a delete (seed 003's admin API shape)."""
+    """The outcome of a delete (the admin API's shape)."""
 
     success: bool
 
@@ -372,11 +372,11 @@ class EndOut(BaseModel):
     audit_url: str = Field(description="Where the decision about it will be recorded.")
 
 
-# -- memories (seed 003's admin API) --------------------------------------------------------
+# -- memories (the admin memory API) --------------------------------------------------------
 
 
 class MemoryOut(BaseModel):
-    """A long-term memory (seed 003's field names)."""
+    """A long-term memory (the admin memory API's field names)."""
 
     id: int
     content: str

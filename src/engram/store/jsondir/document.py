@@ -34,7 +34,7 @@ Engram keeps every message, so ``recent_history`` holds the whole history
 ``compaction`` state and nothing is dropped). ``states`` is authoritative; the
 seed's top-level agent fields (``facts``, ``active_tasks``...) and
 ``long_term_summary`` are copies of the ``agent_state`` and ``compaction`` states,
-written for people and for seed-002 readers, and only read back when a
+written for people and for readers of the agent runtime's format, and only read back when a
 document has no ``states`` at all (a file written by the agent runtime itself).
 """
 
