@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(RUN_VENV)/.installed-$(CKSUM)
 STAMP := $(VENV)/.installed-$(CKSUM)
 
-.PHONY: run test bench lint clean
+.PHONY: run test test-fast bench lint clean
 
 # The library and its server, nothing else: what `make run` needs.
 $(RUN_STAMP): pyproject.toml
@@ -45,6 +45,11 @@ $(CHROMIUM):
 
 test: $(STAMP) $(CHROMIUM)
 	$(BIN)/python -m pytest -q
+
+# Every test not marked slow (no browser, kill -9, multi-process or deadline runs), on
+# two pytest-xdist workers, each with its own PostgreSQL: under 2 minutes on a quiet 2-core machine.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" -n 2
 
 # About 20 minutes: the core benchmark on SQLite (1K-1M messages), the same side by side
 # with PostgreSQL (1K-100K), the compaction savings curve (2,000 turns per preset), the

@@ -13,6 +13,8 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 
+import pytest
+
 import engram
 from engram.compaction.state import STATE_KIND
 
@@ -39,6 +41,7 @@ def worker(url: str, wid: int) -> list[tuple[int, int]]:
     return commits
 
 
+@pytest.mark.slow  # four processes
 def test_four_processes_add_and_compact_one_session(tmp_path: object) -> None:
     url = f"sqlite:///{tmp_path}/mp.db"
     with engram.open(url, llm=None) as mem:

@@ -34,6 +34,9 @@ from engram.proxy.history import CUT_KEY
 from engram.server import ServerSettings, create_app
 from engram.testing import FakeLLMServer, FakeResponse, RecordedRequest
 
+#: Every test here waits out a deadline or a trickle (1-6 s each).
+pytestmark = pytest.mark.slow
+
 BUDGET = 4000
 #: Seconds one turn may wait for a compaction.
 DEADLINE = 0.5

@@ -25,7 +25,7 @@ try:
 except ImportError:  # tests/ itself is on sys.path (rootdir-relative imports)
     from pg import fresh_postgres_url  # type: ignore[import-not-found,no-redef]
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]  # four processes
 
 WORKERS = 4
 ROUNDS = 12
