@@ -16,13 +16,11 @@ it. This test parses its tables and checks, without importing anything:
 from __future__ import annotations
 
 import ast
-import functools
 import re
-from pathlib import Path
 
 import pytest
+from tests.docs.references import ROOT, defines, module, names
 
-ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "seed-coverage.md"
 
 #: Section headings the document must have (one per seed, then the departures).
@@ -71,33 +69,6 @@ def _refs(text: str) -> tuple[set[str], set[str]]:
         elif span.startswith("tests/") and "::" in span:
             tests.add(span)
     return sources, tests
-
-
-@functools.cache
-def _module(path: str) -> ast.Module:
-    return ast.parse((ROOT / path).read_text(encoding="utf-8"), filename=path)
-
-
-def _names(body: list[ast.stmt]) -> dict[str, ast.stmt]:
-    out: dict[str, ast.stmt] = {}
-    for node in body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            out[node.name] = node
-        elif isinstance(node, ast.Assign):
-            for target in node.targets:
-                if isinstance(target, ast.Name):
-                    out[target.id] = node
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            out[node.target.id] = node
-    return out
-
-
-def _class_members(node: ast.ClassDef) -> set[str]:
-    members = set(_names(node.body))
-    for stmt in node.body:  # dataclass fields: "name: type = default"
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            members.add(stmt.target.id)
-    return members
 
 
 def test_document_exists_with_every_section() -> None:
@@ -151,16 +122,8 @@ def test_every_source_reference_exists() -> None:
         if not (ROOT / path).is_file():
             missing.append(ref)
             continue
-        if symbol is None:
-            continue
-        top = _names(_module(path).body)
-        head, _, member = symbol.partition(".")
-        node = top.get(head)
-        if node is None:
+        if symbol is not None and not defines(path, symbol):
             missing.append(ref)
-        elif member:
-            if not isinstance(node, ast.ClassDef) or member not in _class_members(node):
-                missing.append(ref)
     assert missing == []
 
 
@@ -175,7 +138,7 @@ def test_every_test_reference_exists() -> None:
         if not (ROOT / path).is_file():
             missing.append(ref)
             continue
-        top = _names(_module(path).body)
+        top = names(module(path).body)
         if second is None:
             node = top.get(first)
             ok = isinstance(node, ast.FunctionDef) and first.startswith("test")
@@ -185,7 +148,7 @@ def test_every_test_reference_exists() -> None:
                 isinstance(cls, ast.ClassDef)
                 and first.startswith("Test")
                 and second.startswith("test")
-                and isinstance(_names(cls.body).get(second), ast.FunctionDef)
+                and isinstance(names(cls.body).get(second), ast.FunctionDef)
             )
         if not ok:
             missing.append(ref)

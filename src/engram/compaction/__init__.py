@@ -3,7 +3,7 @@
 Pure planning (:mod:`.planner`), summarizers (:mod:`.summarizer`: offline
 extractive and LLM), important data (:mod:`.important`), the stored state
 (:mod:`.state`), one cycle without storage (:mod:`.fold`), the size
-limits (:mod:`.answers`) and the agent state (:mod:`.agentstate`).
+limits of the exchanges preset (:mod:`.exchange_sizes`).
 """
 
 from engram.compaction.exchange_sizes import answer_view, compress_summary

@@ -8,7 +8,7 @@
     memories.context_text()                                  # the prompt block
 
 A scope keeps at most ``cap`` memories. :meth:`Memories.create` past the cap
-compacts before it returns: the model decides (see :mod:`.compaction`),
+compacts before it returns: the model decides (see :mod:`.eviction`),
 FIFO takes over when it cannot, and every step is written to the scope's
 audit trail. Afterwards the count equals the cap.
 

@@ -5,7 +5,7 @@
 * :mod:`.tool_cache`: cached tool results (exchange-window policies);
 * :mod:`.agent_state`: the agent state (policies with the agent-state rules);
 * :mod:`.exchanges`: finished exchanges shown as question and answer only;
-* :mod:`.answers`: long answers shown as short views.
+* :mod:`.answer_views`: long answers shown as short views.
 
 The registries below are the one place a policy's extras are chosen:
 :func:`providers_for`, :func:`filters_for` and :func:`views_for` return those
