@@ -97,3 +97,12 @@ def test_summary_buffer_with_a_fake_model(tmp_path: Path) -> None:
         "important_data": r["compaction"]["compactions"],
     }
     assert r["invariant_1_violations"] == 0
+
+
+def test_a_turn_is_due_exactly_when_its_context_compacts(results: dict[str, Any]) -> None:
+    """``due`` is context()'s own decision: a compaction ran (or was scheduled) in it."""
+    for name, r in results["presets"].items():
+        ran = [int(c > 0) for c in r["curve"]["compacted"]]
+        assert r["curve"]["due"] == ran, name
+    assert sum(results["presets"]["summary_buffer"]["curve"]["due"]) > 0
+    assert sum(results["presets"]["lean"]["curve"]["due"]) == 0
