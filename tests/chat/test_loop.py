@@ -37,14 +37,9 @@ def store_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-def client(fake: FakeLLMServer) -> Iterator[LLMClient]:
-    with LLMClient(MODEL, base_url=fake.base_url, backoff=0.0, timeout=10.0) as llm:
+def client(fake_llm: FakeLLMServer) -> Iterator[LLMClient]:
+    """The shared LLM client, without backoff and with a shorter timeout."""
+    with LLMClient(MODEL, base_url=fake_llm.base_url, backoff=0.0, timeout=10.0) as llm:
         yield llm
 
 
@@ -83,17 +78,17 @@ class TestSeedFlow:
     """Seed 000: the user asks about the past, the model searches, then answers from the result."""
 
     def test_search_then_answer(
-        self, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
         before = len(chat.messages(limit=500))
-        fake.reply_tool_calls([{"name": "search_history", "arguments": {"query": "pricing"}}])
-        fake.reply("We decided on 59 dollars per seat.")
+        fake_llm.reply_tool_calls([{"name": "search_history", "arguments": {"query": "pricing"}}])
+        fake_llm.reply("We decided on 59 dollars per seat.")
         result = run_turn(
             chat, client, "What did we decide about pricing last week?",
             budget=6000, model=MODEL, system="You are a project assistant.",
         )  # fmt: skip
 
-        first, second = fake.requests
+        first, second = fake_llm.requests
         # The old decision is outside the lean window: the model had to ask for it.
         assert "59 dollars" not in everything(first)
         assert first.body is not None
@@ -133,21 +128,21 @@ class TestSeedFlow:
 
 class TestRounds:
     def test_several_rounds_then_an_answer_without_tools(
-        self, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
         first_id = chat.messages(limit=1)[0].id
-        fake.reply_tool_calls([{"name": "search_history", "arguments": {"query": "pricing"}}])
-        fake.reply_tool_calls(
+        fake_llm.reply_tool_calls([{"name": "search_history", "arguments": {"query": "pricing"}}])
+        fake_llm.reply_tool_calls(
             [{"id": "c2", "name": "get_extended_context", "arguments": {"count": 3}}]
         )
-        fake.reply_tool_calls(
+        fake_llm.reply_tool_calls(
             [{"id": "c3", "name": "get_message_by_id", "arguments": {"message_id": first_id}}]
         )
-        fake.reply("59 dollars per seat.")
+        fake_llm.reply("59 dollars per seat.")
         result = run_turn(chat, client, "Remind me of the price?", budget=8000, model=MODEL)
 
-        assert len(fake.requests) == 4
-        bodies = [r.body or {} for r in fake.requests]
+        assert len(fake_llm.requests) == 4
+        bodies = [r.body or {} for r in fake_llm.requests]
         assert ["tools" in b for b in bodies] == [True, True, True, False]
         assert result.rounds == 4
         assert [r.name for r in result.tool_calls] == [
@@ -155,7 +150,7 @@ class TestRounds:
         ]  # fmt: skip
         assert all(r.ok for r in result.tool_calls)
         # Every round sees the results of all earlier rounds of the turn.
-        last = fake.requests[-1]
+        last = fake_llm.requests[-1]
         assert [m["tool_call_id"] for m in tool_messages(last)] == ["call_1", "c2", "c3"]
         assert decoded(tool_messages(last)[2])["content"] == OLD_DECISION
         roles = [m.role for m in chat.messages(limit=500)][-8:]
@@ -164,14 +159,14 @@ class TestRounds:
         assert result.answer == "59 dollars per seat."
 
     def test_last_round_offers_no_tools_and_ignored_calls_are_not_stored(
-        self, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
-        fake.reply_tool_calls([{"name": "search_history", "arguments": {"query": "pricing"}}])
+        fake_llm.reply_tool_calls([{"name": "search_history", "arguments": {"query": "pricing"}}])
         # A misbehaving model asks for tools even though none were offered.
-        fake.reply_tool_calls([{"id": "late", "name": "search_history", "arguments": {}}])
+        fake_llm.reply_tool_calls([{"id": "late", "name": "search_history", "arguments": {}}])
         result = run_turn(chat, client, "Price?", budget=6000, model=MODEL, max_rounds=2)
 
-        assert [("tools" in (r.body or {})) for r in fake.requests] == [True, False]
+        assert [("tools" in (r.body or {})) for r in fake_llm.requests] == [True, False]
         assert result.rounds == 2
         assert result.answer == ""
         assert any("offered no tools" in note for note in result.degraded)
@@ -186,39 +181,39 @@ class TestRounds:
         assert ctx.messages[-1]["role"] == "tool"
 
     def test_no_tools_is_one_plain_round(
-        self, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
-        fake.reply("plain")
+        fake_llm.reply("plain")
         result = run_turn(chat, client, "Hi", budget=4000, model=MODEL, tools=None,
                           system="Be brief.")  # fmt: skip
-        (request,) = fake.requests
+        (request,) = fake_llm.requests
         assert "tools" not in (request.body or {})
         assert request.messages[0] == {"role": "system", "content": "Be brief."}
         assert (result.answer, result.rounds, result.tools_tokens) == ("plain", 1, 0)
 
     def test_a_subset_of_tools_and_no_tool_prompt(
-        self, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
-        fake.reply_tool_calls([{"name": "get_memory_stats", "arguments": {}}])
-        fake.reply("done")
+        fake_llm.reply_tool_calls([{"name": "get_memory_stats", "arguments": {}}])
+        fake_llm.reply("done")
         result = run_turn(
             chat, client, "How long is our history?", budget=4000, model=MODEL,
             tools=["search_history"], tool_prompt=False,
         )  # fmt: skip
-        first = fake.requests[0].body or {}
+        first = fake_llm.requests[0].body or {}
         assert [t["function"]["name"] for t in first["tools"]] == ["search_history"]
-        assert all(m["role"] != "system" for m in fake.requests[0].messages)
+        assert all(m["role"] != "system" for m in fake_llm.requests[0].messages)
         # A tool that exists but was not offered is unknown to this turn.
-        (tool,) = tool_messages(fake.requests[1])
+        (tool,) = tool_messages(fake_llm.requests[1])
         assert decoded(tool)["error"]["type"] == "unknown_tool"
         assert result.tool_calls == [ToolCallRecord("get_memory_stats", "{}", False)]
 
 
 class TestBadToolCalls:
     def test_unknown_tool_and_bad_arguments_come_back_as_errors(
-        self, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
-        fake.reply_tool_calls(
+        fake_llm.reply_tool_calls(
             [
                 {"id": "a", "name": "delete_everything", "arguments": {}},
                 {"id": "b", "name": "search_history", "arguments": "{not json"},
@@ -226,10 +221,10 @@ class TestBadToolCalls:
                 {"id": "d", "name": "get_messages_by_date", "arguments": {"date": "someday"}},
             ]
         )
-        fake.reply("Sorry, I could not look that up.")
+        fake_llm.reply("Sorry, I could not look that up.")
         result = run_turn(chat, client, "Price?", budget=6000, model=MODEL)
 
-        errors = [decoded(m)["error"]["type"] for m in tool_messages(fake.requests[1])]
+        errors = [decoded(m)["error"]["type"] for m in tool_messages(fake_llm.requests[1])]
         assert errors == ["unknown_tool", "invalid_arguments", "invalid_arguments",
                           "invalid_date"]  # fmt: skip
         assert [r.ok for r in result.tool_calls] == [False] * 4
@@ -238,18 +233,18 @@ class TestBadToolCalls:
         assert chat.messages(limit=500)[-1].content == result.answer
 
     def test_missing_and_repeated_call_ids_are_replaced(
-        self, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
-        fake.reply_tool_calls(
+        fake_llm.reply_tool_calls(
             [
                 {"id": "", "name": "get_memory_stats", "arguments": {}},
                 {"id": "x", "name": "get_memory_stats", "arguments": {}},
                 {"id": "x", "name": "get_memory_stats", "arguments": {}},
             ]
         )
-        fake.reply("ok")
+        fake_llm.reply("ok")
         run_turn(chat, client, "Stats?", budget=6000, model=MODEL)
-        second = fake.requests[1]
+        second = fake_llm.requests[1]
         call = next(m for m in second.messages if m.get("tool_calls"))
         ids = [c["id"] for c in call["tool_calls"]]
         assert ids == ["call_1_1", "x", "call_1_3"]
@@ -257,10 +252,10 @@ class TestBadToolCalls:
 
 
 class TestBudget:
-    def check_requests(self, fake: FakeLLMServer, result: TurnResult, budget: int,
+    def check_requests(self, fake_llm: FakeLLMServer, result: TurnResult, budget: int,
                        reserve: int) -> None:  # fmt: skip
-        assert len(result.context_tokens) == len(fake.requests)
-        for request, tokens in zip(fake.requests, result.context_tokens, strict=True):
+        assert len(result.context_tokens) == len(fake_llm.requests)
+        for request, tokens in zip(fake_llm.requests, result.context_tokens, strict=True):
             body = request.body or {}
             sent = count_messages(COUNTER, request.messages)
             assert sent == tokens
@@ -268,25 +263,25 @@ class TestBudget:
 
     @pytest.mark.parametrize("store_steps", [True, False])
     def test_each_round_fits_with_large_results(
-        self, mem: engram.Engram, fake: FakeLLMServer, client: LLMClient, store_steps: bool
+        self, mem: engram.Engram, fake_llm: FakeLLMServer, client: LLMClient, store_steps: bool
     ) -> None:
         chat = mem.session("big", scope="phoenix", policy="lean")
         fill(chat, 30, size=60)  # long messages: tool results hit their caps
         for _ in range(3):
-            fake.reply_tool_calls(
+            fake_llm.reply_tool_calls(
                 [
                     {"name": "get_extended_context", "arguments": {"count": 50}},
                     {"name": "search_history", "arguments": {"query": "note", "limit": 50}},
                 ]
             )
-        fake.reply("done")
+        fake_llm.reply("done")
         budget, reserve = 2500, 300
         result = run_turn(chat, client, "Summarise everything we said.", budget=budget,
                           reserve=reserve, model=MODEL, store_steps=store_steps)  # fmt: skip
         assert result.rounds == 4
-        self.check_requests(fake, result, budget, reserve)
+        self.check_requests(fake_llm, result, budget, reserve)
         # The results really were in the prompts (cut or whole), not dropped silently.
-        assert tool_messages(fake.requests[1])
+        assert tool_messages(fake_llm.requests[1])
 
     @settings(
         max_examples=12,
@@ -306,62 +301,62 @@ class TestBudget:
     ) -> None:
         with (
             tempfile.TemporaryDirectory() as folder,
-            FakeLLMServer() as fake,
-            LLMClient(MODEL, base_url=fake.base_url, backoff=0.0) as client,
+            FakeLLMServer() as server,
+            LLMClient(MODEL, base_url=server.base_url, backoff=0.0) as client,
         ):
             mem = engram.open(f"sqlite:///{folder}/x.db", llm=None)
             try:
                 chat = mem.session("p", scope="s", policy="lean")
                 fill(chat, filler, size=size)
                 for _ in range(rounds):
-                    fake.reply_tool_calls(
+                    server.reply_tool_calls(
                         [
                             {"name": "search_history", "arguments": {"query": "note about"}},
                             {"name": "get_extended_context", "arguments": {"count": 40}},
                         ]
                     )
-                fake.reply("answer")
+                server.reply("answer")
                 result = run_turn(chat, client, "What about the pricing? " * 5, budget=budget,
                                   reserve=reserve, model=MODEL, store_steps=store_steps,
                                   max_rounds=4)  # fmt: skip
                 assert result.rounds == min(rounds + 1, 4)
-                self.check_requests(fake, result, budget, reserve)
+                self.check_requests(server, result, budget, reserve)
             finally:
                 mem.close()
 
     @pytest.mark.parametrize("store_steps", [True, False])
     def test_results_that_cannot_be_shown_end_the_tool_rounds(
-        self, mem: engram.Engram, fake: FakeLLMServer, client: LLMClient, store_steps: bool
+        self, mem: engram.Engram, fake_llm: FakeLLMServer, client: LLMClient, store_steps: bool
     ) -> None:
         chat = mem.session("tiny", scope="phoenix", policy="lean")
         fill(chat, 10, size=60)
         for _ in range(5):
-            fake.reply_tool_calls(
+            fake_llm.reply_tool_calls(
                 [
                     {"name": "get_extended_context", "arguments": {"count": 50}},
                     {"name": "search_history", "arguments": {"query": "note", "limit": 50}},
                     {"name": "get_memory_stats", "arguments": {}},
                 ]
             )
-        fake.reply("I cannot see enough to answer.")
+        fake_llm.reply("I cannot see enough to answer.")
         budget, reserve = 1300, 600  # about 66 tokens of prompt once the schemas are set aside
         result = run_turn(chat, client, "Summarise everything. " * 30, budget=budget,
                           reserve=reserve, model=MODEL, max_rounds=6,
                           store_steps=store_steps)  # fmt: skip
         # Round 2 could not show round 1's results: it was the answer round, with no tools.
         assert result.rounds == 2
-        assert "tools" not in (fake.requests[1].body or {})
+        assert "tools" not in (fake_llm.requests[1].body or {})
         assert any("did not fit" in note for note in result.degraded)
-        self.check_requests(fake, result, budget, reserve)
+        self.check_requests(fake_llm, result, budget, reserve)
 
     def test_budget_too_small_for_the_schemas_stores_nothing(
-        self, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
         before = len(chat.messages(limit=500))
         with pytest.raises(ConfigError, match="tool schemas"):
             run_turn(chat, client, "Hi", budget=300, reserve=100, model=MODEL)
         assert len(chat.messages(limit=500)) == before
-        assert fake.requests == []
+        assert fake_llm.requests == []
 
     @pytest.mark.parametrize(
         "kwargs",
@@ -385,11 +380,11 @@ class TestBudget:
 
 class TestScope:
     def test_a_message_of_another_scope_is_not_found(
-        self, mem: engram.Engram, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, mem: engram.Engram, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
         other = mem.session("chat-1", scope="other-project")
         secret = other.add("user", "Secret pricing: 12 dollars for insiders.")
-        fake.reply_tool_calls(
+        fake_llm.reply_tool_calls(
             [
                 {"id": "a", "name": "get_message_by_id", "arguments": {"message_id": secret.id}},
                 {"id": "b", "name": "search_history",
@@ -398,16 +393,16 @@ class TestScope:
                  "arguments": {"query": "pricing", "scope": "other-project"}},
             ]
         )  # fmt: skip
-        fake.reply("I found nothing about that.")
+        fake_llm.reply("I found nothing about that.")
         result = run_turn(chat, client, "What is the secret price?", budget=6000, model=MODEL)
 
-        by_id, search, scoped = (decoded(m) for m in tool_messages(fake.requests[1]))
+        by_id, search, scoped = (decoded(m) for m in tool_messages(fake_llm.requests[1]))
         assert by_id["error"]["type"] == "not_found"
         assert search["results"] == [] or all(
             "insiders" not in hit["snippet"] for hit in search["results"]
         )
         assert scoped["error"]["type"] == "invalid_arguments"
-        assert all("12 dollars" not in everything(r) for r in fake.requests)
+        assert all("12 dollars" not in everything(r) for r in fake_llm.requests)
         assert [r.ok for r in result.tool_calls] == [False, True, False]
         # Nothing of this turn leaked into the other scope either.
         assert [m.content for m in other.messages()] == [secret.content]
@@ -415,31 +410,31 @@ class TestScope:
 
 class TestModelFailure:
     def test_http_500_twice_raises_after_storing_the_user_message(
-        self, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
         before = chat.messages(limit=500)
-        fake.fail(500)
-        fake.fail(500)
+        fake_llm.fail(500)
+        fake_llm.fail(500)
         with pytest.raises(LLMError, match="500"):
             run_turn(chat, client, "Still there?", budget=6000, model=MODEL)
-        assert len(fake.requests) == 2  # the client's one retry
+        assert len(fake_llm.requests) == 2  # the client's one retry
         after = chat.messages(limit=500)
         assert [m.id for m in after[: len(before)]] == [m.id for m in before]
         (added,) = after[len(before) :]
         assert (added.role, added.content) == ("user", "Still there?")
 
     def test_failure_after_a_tool_round_keeps_whole_rounds_only(
-        self, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
         before = len(chat.messages(limit=500))
-        fake.reply_tool_calls(
+        fake_llm.reply_tool_calls(
             [
                 {"id": "a", "name": "search_history", "arguments": {"query": "pricing"}},
                 {"id": "b", "name": "get_memory_stats", "arguments": {}},
             ]
         )
-        fake.fail(503)
-        fake.fail(503)
+        fake_llm.fail(503)
+        fake_llm.fail(503)
         with pytest.raises(LLMError):
             run_turn(chat, client, "Price?", budget=6000, model=MODEL)
         added = chat.messages(limit=500)[before:]
@@ -447,37 +442,37 @@ class TestModelFailure:
         assert [c["id"] for c in added[1].tool_calls or []] == ["a", "b"]
         assert [m.tool_call_id for m in added[2:]] == ["a", "b"]
         # The next turn can go on from this history.
-        fake.reply("59 dollars.")
+        fake_llm.reply("59 dollars.")
         result = run_turn(chat, client, "Price, again?", budget=6000, model=MODEL)
         assert result.answer == "59 dollars."
 
 
 class TestAccounting:
     def test_unstored_steps_reach_the_model_but_not_the_history(
-        self, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
         before = len(chat.messages(limit=500))
-        fake.reply_tool_calls([{"name": "search_history", "arguments": {"query": "pricing"}}])
-        fake.reply_tool_calls([{"id": "two", "name": "get_memory_stats", "arguments": {}}])
-        fake.reply("59 dollars.")
+        fake_llm.reply_tool_calls([{"name": "search_history", "arguments": {"query": "pricing"}}])
+        fake_llm.reply_tool_calls([{"id": "two", "name": "get_memory_stats", "arguments": {}}])
+        fake_llm.reply("59 dollars.")
         result = run_turn(chat, client, "Price?", budget=6000, model=MODEL, store_steps=False)
         added = chat.messages(limit=500)[before:]
         assert [(m.role, m.content) for m in added] == [("user", "Price?"),
                                                         ("assistant", "59 dollars.")]  # fmt: skip
         assert result.message_ids == [m.id for m in added]
-        last = fake.requests[-1]
+        last = fake_llm.requests[-1]
         assert [m["tool_call_id"] for m in tool_messages(last)] == ["call_1", "two"]
         assert "59 dollars" in tool_messages(last)[0]["content"]
         assert last.messages[-5]["content"] == "Price?"
 
     def test_usage_is_summed_and_recorded_for_the_session(
-        self, mem: engram.Engram, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, mem: engram.Engram, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
-        fake.reply_tool_calls(
+        fake_llm.reply_tool_calls(
             [{"name": "get_memory_stats", "arguments": {}}],
             usage={"prompt_tokens": 1000, "completion_tokens": 20},
         )
-        fake.reply("ok", usage={"prompt_tokens": 1200, "completion_tokens": 5})
+        fake_llm.reply("ok", usage={"prompt_tokens": 1200, "completion_tokens": 5})
         result = run_turn(chat, client, "Stats?", budget=6000, model=MODEL)
         assert (result.usage.calls, result.usage.input_tokens, result.usage.output_tokens) == (
             2, 2200, 25,
@@ -488,16 +483,16 @@ class TestAccounting:
         assert totals["input_tokens"] == 2200
 
     def test_usage_recording_can_be_switched_off(
-        self, mem: engram.Engram, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, mem: engram.Engram, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
-        fake.reply("ok")
+        fake_llm.reply("ok")
         run_turn(chat, client, "Hi", budget=6000, model=MODEL, record_usage=False)
         assert mem.store.usage_totals("phoenix", "chat-1")["calls"] == 0
 
     def test_a_cut_answer_is_stored_and_reported(
-        self, chat: engram.Session, fake: FakeLLMServer, client: LLMClient
+        self, chat: engram.Session, fake_llm: FakeLLMServer, client: LLMClient
     ) -> None:
-        fake.reply("The price is 59 dol", finish_reason="length")
+        fake_llm.reply("The price is 59 dol", finish_reason="length")
         result = run_turn(chat, client, "Price?", budget=6000, model=MODEL)
         assert chat.messages(limit=500)[-1].content == "The price is 59 dol"
         assert result.finish_reason == "length"

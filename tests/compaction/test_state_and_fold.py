@@ -15,7 +15,8 @@ from engram.compaction import (
     parse_state,
     plan_compaction,
 )
-from engram.compaction.summarizer import SummaryOutput
+from engram.compaction.fold import FoldResult
+from engram.compaction.summarizer import Summarizer, SummaryOutput
 from engram.compaction.words import count_words
 from engram.errors import ConfigError
 from engram.llm import LLMClient
@@ -36,6 +37,16 @@ def conversation(n: int, start: int = 1) -> list[dict[str, object]]:
         )
         out.append({"id": i, "role": role, "content": text * 20})
     return out
+
+
+def fold_forty(summarizer: Summarizer) -> FoldResult:
+    """One ``summary_buffer`` fold of a 40-message conversation (300 tokens each)."""
+    messages = conversation(40)
+    rows = [Row(m["id"], m["role"], 300) for m in messages]  # type: ignore[arg-type]
+    plan = plan_compaction(get_policy("summary_buffer"), rows)
+    assert plan is not None
+    folded = [m for m in messages if m["id"] in plan.fold_ids]
+    return fold(CompactionState(), plan, folded, summarizer, now=NOW)
 
 
 class TestParseState:
@@ -127,12 +138,7 @@ class TestFold:
 
     def test_llm_failure_degrades_to_offline(self, fake_llm: FakeLLMServer, client: LLMClient):
         fake_llm.fail(500).fail(500).reply("not json").reply("")
-        messages = conversation(40)
-        rows = [Row(m["id"], m["role"], 300) for m in messages]  # type: ignore[arg-type]
-        plan = plan_compaction(get_policy("summary_buffer"), rows)
-        assert plan is not None
-        folded = [m for m in messages if m["id"] in plan.fold_ids]
-        result = fold(CompactionState(), plan, folded, LLMSummarizer(client), now=NOW)
+        result = fold_forty(LLMSummarizer(client))
         assert result.degraded
         assert result.state.summarizer == "offline"
         assert result.state.llm_failures == 1
@@ -143,12 +149,7 @@ class TestFold:
     def test_llm_cycle_records_usage_and_name(self, fake_llm: FakeLLMServer, client: LLMClient):
         fake_llm.reply("The user planned a launch. " * 20)
         fake_llm.reply_json({"key_decisions": ["launch on Monday"]})
-        messages = conversation(40)
-        rows = [Row(m["id"], m["role"], 300) for m in messages]  # type: ignore[arg-type]
-        plan = plan_compaction(get_policy("summary_buffer"), rows)
-        assert plan is not None
-        folded = [m for m in messages if m["id"] in plan.fold_ids]
-        result = fold(CompactionState(), plan, folded, LLMSummarizer(client), now=NOW)
+        result = fold_forty(LLMSummarizer(client))
         assert not result.degraded
         assert result.state.summarizer == "llm:gpt-4o-mini"
         assert result.state.important_data["key_decisions"] == ["launch on Monday"]

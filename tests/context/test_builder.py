@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -20,21 +19,8 @@ from engram.errors import ConfigError, StoreError
 from engram.models import Message
 from engram.policy import PRESETS, Policy
 
-STORAGE = tokens.storage_counter()
-WHEN = datetime(2024, 5, 1, tzinfo=UTC)
-
-
-def msg(mid: int, role: str, content: str, **extra: Any) -> Message:
-    return Message(
-        id=mid,
-        scope="s",
-        session="chat",
-        role=role,
-        content=content,
-        created_at=WHEN,
-        tokens=tokens.count_message(STORAGE, role, content, **extra),
-        **extra,
-    )
+from .support import STORAGE
+from .support import stored as msg
 
 
 class History:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -24,22 +23,13 @@ from engram.engine import Engram
 from engram.models import Message
 from engram.policy import Policy
 
-STORAGE = tokens.storage_counter()
-WHEN = datetime(2024, 5, 1, tzinfo=UTC)
+from .support import STORAGE, stored
+
 SYSTEM = "You are a careful assistant."
 
 
 def _message(mid: int, role: str, words: int) -> Message:
-    content = " ".join(f"w{mid}x{i}" for i in range(words))
-    return Message(
-        id=mid,
-        scope="s",
-        session="c",
-        role=role,
-        content=content,
-        created_at=WHEN,
-        tokens=tokens.count_message(STORAGE, role, content),
-    )
+    return stored(mid, role, " ".join(f"w{mid}x{i}" for i in range(words)))
 
 
 def _chunk(share: float) -> int:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -14,10 +13,11 @@ from engram.context import Context, HistoryTotals, Section, build_context
 from engram.models import Message
 from engram.policy import PRESETS, Policy
 
-STORAGE = tokens.storage_counter()
+from .support import STORAGE
+from .support import stored as _message
+
 APPROX = tokens.ApproximateCounter(margin=0.2)
 CL100K = tokens.counter_for_model("gpt-4")
-WHEN = datetime(2024, 5, 1, tzinfo=UTC)
 WORDS = ["alpha", "beta", "gamma", "42", "élan", "中文", "\n", "  ", "{}", "tool"]
 
 
@@ -32,19 +32,6 @@ def texts(draw: st.DrawFn) -> str:
         size = draw(st.integers(200, 2_500))
     word = draw(st.sampled_from(WORDS))
     return (word + " ") * size
-
-
-def _message(mid: int, role: str, content: str, **extra: Any) -> Message:
-    return Message(
-        id=mid,
-        scope="s",
-        session="chat",
-        role=role,
-        content=content,
-        created_at=WHEN,
-        tokens=tokens.count_message(STORAGE, role, content, **extra),
-        **extra,
-    )
 
 
 @st.composite

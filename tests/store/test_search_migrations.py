@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,7 +10,9 @@ import pytest
 from engram.models import NewMessage
 from engram.store import open_store
 from engram.store.sqlite.backend import SQLiteStore
-from engram.store.sqlite.migrations import MIGRATIONS, migrate
+from engram.store.sqlite.migrations import m004_search_columns
+
+from .migrated import postgres_before, sqlite_before
 
 T0 = datetime(2023, 5, 8, 12, 0, tzinfo=UTC)  # a Monday
 OLD_ROWS = [
@@ -22,14 +23,8 @@ OLD_ROWS = [
 
 
 def _seed_old_sqlite(path: Path) -> None:
-    conn = sqlite3.connect(path, isolation_level=None)
+    conn = sqlite_before(path, m004_search_columns)
     try:
-        migrate(conn, MIGRATIONS[:3])  # the schema before the search columns
-        conn.execute("INSERT INTO scopes(name, created_at) VALUES ('p', 'x')")
-        conn.execute(
-            "INSERT INTO sessions(scope_id, external_id, created_at, updated_at)"
-            " VALUES (1, 's', 'x', 'x')"
-        )
         for role, content, name in OLD_ROWS:
             conn.execute(
                 "INSERT INTO messages(session_id, role, content, name, created_at, tokens)"
@@ -77,21 +72,8 @@ class TestPostgres:
     def test_old_rows_get_context_dates_and_participants(self, pg_url: str) -> None:
         import psycopg
 
-        from engram.store.postgres.migrations import MIGRATIONS as PG_MIGRATIONS
-
         with psycopg.connect(pg_url, autocommit=True) as conn:
-            conn.execute(
-                "CREATE TABLE engram_migrations (version integer PRIMARY KEY,"
-                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            for version, name, step in PG_MIGRATIONS[:4]:
-                with conn.transaction():
-                    step(conn)
-                    conn.execute("INSERT INTO engram_migrations VALUES (%s, %s)", (version, name))
-            conn.execute(
-                "INSERT INTO sessions (scope, id, created_at, updated_at)"
-                " VALUES ('p', 's', now(), now())"
-            )
+            postgres_before(conn, "search_columns")
             for role, content, name in OLD_ROWS:
                 conn.execute(
                     "INSERT INTO messages (scope, session, role, content, name, created_at,"
