@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from typing import Any, ClassVar
 
 from engram.testing import FakeLLMServer, FakeResponse, RecordedRequest
 
@@ -65,7 +66,11 @@ def test_stop_wakes_slow_answers_quickly():
 class TestStrict:
     """The strict fake refuses what OpenAI refuses, with OpenAI's 400 body."""
 
-    CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    CALL: ClassVar[dict[str, Any]] = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "f", "arguments": "{}"},
+    }
 
     def _post(self, server: FakeLLMServer, body: dict) -> tuple[int, dict]:
         import urllib.error

@@ -269,8 +269,8 @@ class FakeLLMServer:
             self.requests.append(request)
             if problem is not None:
                 self.refused.append((request, problem[0]))
-                body = {"error": {"message": problem[0], "type": "invalid_request_error"}}
-                body["error"] |= {"param": problem[1], "code": None}
+                error = {"message": problem[0], "type": "invalid_request_error"}
+                body = {"error": {**error, "param": problem[1], "code": None}}
                 return FakeResponse(status=400, raw_body=json.dumps(body).encode())
             if self._queue:
                 return self._queue.popleft()
@@ -372,7 +372,7 @@ def tool_sequence_error(messages: Sequence[Any]) -> tuple[str, str] | None:
                 f"messages.[{index}].role",
             )
         calls = message.get("tool_calls") if role == "assistant" else None
-        waiting = {c.get("id") for c in calls if isinstance(c, dict)} if calls else set()
+        waiting = {str(c.get("id")) for c in calls if isinstance(c, dict)} if calls else set()
         answered = set()
     missing = sorted(waiting - answered)
     if missing:

@@ -155,8 +155,9 @@ def _call_unit(call: Message, results: list[Message], costing: Costing) -> Unit:
     orphans: list[Message] = []
     answered: set[str] = set()
     for tool in results:
-        if tool.tool_call_id in wanted and tool.tool_call_id not in answered:
-            answered.add(tool.tool_call_id)
+        call_id = tool.tool_call_id
+        if call_id is not None and call_id in wanted and call_id not in answered:
+            answered.add(call_id)
             members.append(tool)
         else:
             orphans.append(tool)
