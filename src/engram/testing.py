@@ -255,6 +255,12 @@ class FakeLLMServer:
         cut = text[: int(len(text) * keep)]
         return self.push(FakeResponse(content=cut, finish_reason="length"))
 
+    def clear(self) -> FakeLLMServer:
+        """Drop the scripted answers not served yet."""
+        with self._lock:
+            self._queue.clear()
+        return self
+
     @property
     def pending(self) -> int:
         """Scripted answers not yet served."""

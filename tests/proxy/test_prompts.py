@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import openai
@@ -263,3 +265,30 @@ def test_client_tool_arguments_come_back_unchanged(
         )
     call = (first.choices[0].message.tool_calls or [])[0]
     assert json.loads(call.function.arguments) == {"city": "Oslo"}
+
+
+def test_the_readme_tool_loop_runs_as_written(
+    sqlite_mem: Engram, strict: FakeLLMServer, served: Callable[..., Any]
+) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Memory for any OpenAI client", 1)[1].split("\n## ", 1)[0]
+    loop = re.findall(r"```py\n(.*?)```", section, re.DOTALL)[1]
+    strict.reply_tool_calls([_call("Oslo", "call_1")])
+    strict.reply("Sunny, 21 C in Oslo.")
+    with served(sqlite_mem) as url, client(url) as app:
+        namespace: dict[str, Any] = {
+            "client": app,
+            "json": json,
+            "WEATHER_TOOL": WEATHER,
+            "get_weather": lambda city: f"sunny, 21 C in {city}",
+        }
+        exec(loop, namespace)
+    assert namespace["message"].content == "Sunny, 21 C in Oslo."
+    history = sqlite_mem.session("chat-42", "default").messages()
+    assert [(m.role, m.content) for m in history] == [
+        ("user", "What is the weather in Oslo?"),
+        ("assistant", ""),
+        ("tool", "sunny, 21 C in Oslo"),
+        ("assistant", "Sunny, 21 C in Oslo."),
+    ]
+    assert refused(strict) == []
