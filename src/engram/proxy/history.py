@@ -23,9 +23,20 @@ from engram.proxy.align import UPSTREAM_KEY
 from engram.proxy.plan import CUT_KEY
 from engram.proxy.request import ChatRequest
 from engram.session import Session
-from engram.tokens import count_tools, counter_for_model
+from engram.tokens import TokenCounter, count_tools, counter_for_model
 
-__all__ = ["CUT_KEY", "Round", "build_round", "offered_tools", "run_engram_calls", "store_answer"]
+__all__ = [
+    "CUT_KEY",
+    "Round",
+    "build_round",
+    "offered_tools",
+    "run_engram_calls",
+    "store_answer",
+    "tools_tokens",
+]
+
+#: Engram's tool schemas as offered upstream (the same every round: built once).
+ENGRAM_TOOLS: tuple[JSON, ...] = tuple(tools.schemas("openai"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +55,23 @@ def offered_tools(request: ChatRequest, engram_tools: bool) -> list[JSON]:
     """The tools of one round: the client's, then Engram's when they are offered."""
     offered = list(request.client_tools)
     if engram_tools:
-        offered += tools.schemas("openai")
+        offered += ENGRAM_TOOLS
     return offered
+
+
+def tools_tokens(counter: TokenCounter, request: ChatRequest, engram_tools: bool) -> int:
+    """What the tools of one round add to the prompt (Engram's alone are counted once)."""
+    if engram_tools and not request.client_tools:
+        key = (type(counter).__qualname__, counter.name, getattr(counter, "margin", None))
+        size = _ENGRAM_TOOLS_TOKENS.get(key)
+        if size is None:
+            size = _ENGRAM_TOOLS_TOKENS[key] = count_tools(counter, ENGRAM_TOOLS)
+        return size
+    return count_tools(counter, offered_tools(request, engram_tools))
+
+
+#: What Engram's tools add to a prompt, per kind of counter.
+_ENGRAM_TOOLS_TOKENS: dict[tuple[str, str, object], int] = {}
 
 
 def build_round(
@@ -62,9 +88,9 @@ def build_round(
     the budget, and the client's reserve is kept free for the answer.
     """
     offered = offered_tools(request, engram_tools)
-    tools_tokens = count_tools(counter_for_model(request.model), offered)
+    tools_size = tools_tokens(counter_for_model(request.model), request, engram_tools)
     ctx = session.context(
-        budget - tools_tokens,
+        budget - tools_size,
         reserve=request.reserve,
         system=request.system_prompt(engram_tools),
         model=request.model,
@@ -74,7 +100,7 @@ def build_round(
     return Round(
         messages=list(ctx.messages),
         offered=offered,
-        room=max(0, budget - tools_tokens - request.reserve),
+        room=max(0, budget - tools_size - request.reserve),
         prompt_tokens=ctx.tokens,
         stored_tokens=info.token_count if info else 0,
         pending_compaction=ctx.pending_compaction,

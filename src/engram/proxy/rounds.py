@@ -45,9 +45,9 @@ from engram.proxy.budget import Budget, Sizes
 from engram.proxy.history import (
     Round,
     build_round,
-    offered_tools,
     run_engram_calls,
     store_answer,
+    tools_tokens,
 )
 from engram.proxy.plan import Plan, Retry, plan_turn
 from engram.proxy.request import ChatRequest
@@ -62,7 +62,7 @@ from engram.proxy.stream import (
 )
 from engram.proxy.upstream import Upstream
 from engram.session import Session
-from engram.tokens import count_message, count_tools, counter_for_model
+from engram.tokens import count_message, counter_for_model
 
 _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
@@ -132,23 +132,26 @@ class ProxyTurn:
     single_system: bool = False
     report: Report = field(init=False)
     _plan: Plan = field(init=False, default_factory=Plan)
+    _sizes: Sizes | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.report = Report(self.session.scope, self.session.id, budget=self.budget.total)
 
     def sizes(self) -> Sizes:
         """What the request sets aside from its budget (the first round's tools)."""
-        request = self.request
-        counter = counter_for_model(request.model)
-        first_offers_ours = self.settings.max_rounds > 1
-        system = request.system_prompt(first_offers_ours)
-        return Sizes(
-            budget=self.budget,
-            reserve=request.reserve,
-            reserve_field=request.reserve_field,
-            tools=count_tools(counter, offered_tools(request, first_offers_ours)),
-            system=count_message(counter, "system", system) if system else 0,
-        )
+        if self._sizes is None:
+            request = self.request
+            counter = counter_for_model(request.model)
+            first_offers_ours = self.settings.max_rounds > 1
+            system = request.system_prompt(first_offers_ours)
+            self._sizes = Sizes(
+                budget=self.budget,
+                reserve=request.reserve,
+                reserve_field=request.reserve_field,
+                tools=tools_tokens(counter, request, first_offers_ours),
+                system=count_message(counter, "system", system) if system else 0,
+            )
+        return self._sizes
 
     async def complete(self) -> JSON:
         """Run the turn without streaming; return the client's chat completion."""
