@@ -112,6 +112,33 @@ def test_an_edited_earlier_turn_replaces_what_followed_it_audited(
     assert refused(strict) == []
 
 
+def test_an_edit_far_back_in_a_long_conversation_is_followed(
+    sqlite_mem: Engram, strict: FakeLLMServer, served: Callable[..., Any]
+) -> None:
+    """The edited turn is older than the newest messages read first: reading goes on."""
+    messages: list[Any] = []
+    with served(sqlite_mem) as url, client(url) as app:
+        for number in range(12):
+            if number % 3 == 0:  # Engram's own rounds add stored messages the app never sees
+                strict.reply_tool_calls([{"name": "get_memory_stats", "arguments": {}}])
+            strict.reply(f"answer {number}")
+            messages.append({"role": "user", "content": f"question {number}"})
+            reply = app.chat.completions.create(model="m", messages=messages, extra_headers=SESSION)
+            messages.append({"role": "assistant", "content": reply.choices[0].message.content})
+        strict.reply("a new answer 1")
+        edited = [*messages[:2], {"role": "user", "content": "question 1, edited"}]
+        app.chat.completions.create(model="m", messages=edited, extra_headers=SESSION)
+    history = sqlite_mem.session("chat-1", "proj").messages(limit=1000)
+    seen = [(m.role, m.content) for m in history if m.role != "tool" and not m.tool_calls]
+    assert seen == [
+        ("user", "question 0"),
+        ("assistant", "answer 0"),
+        ("user", "question 1, edited"),
+        ("assistant", "a new answer 1"),
+    ]
+    assert refused(strict) == []
+
+
 def test_a_regenerated_answer_replaces_the_old_one(
     sqlite_mem: Engram, strict: FakeLLMServer, served: Callable[..., Any]
 ) -> None:

@@ -234,7 +234,7 @@ def world(tmp_path: Path) -> Iterator[tuple[Engram, FakeLLMServer, str]]:
         yield mem, upstream, url
 
 
-def _check(world: tuple[Engram, FakeLLMServer, str], examples: int) -> None:
+def _check(world: tuple[Engram, FakeLLMServer, str], examples: int, steps: int = 8) -> None:
     mem, upstream, url = world
 
     @settings(
@@ -247,7 +247,7 @@ def _check(world: tuple[Engram, FakeLLMServer, str], examples: int) -> None:
         full=st.booleans(),
         stream=st.booleans(),
         keyed=st.booleans(),
-        steps=st.lists(STEPS, min_size=1, max_size=8),
+        steps=st.lists(STEPS, min_size=1, max_size=steps),
         data=st.data(),
     )
     def run(full: bool, stream: bool, keyed: bool, steps: list[str], data: st.DataObject) -> None:
@@ -272,7 +272,7 @@ def test_random_clients_leave_the_conversation_once_and_valid_prompts(
 
 @pytest.mark.slow
 def test_random_clients_many(world: tuple[Engram, FakeLLMServer, str]) -> None:
-    _check(world, 300)
+    _check(world, 300, steps=20)  # long enough for an edit older than the first read
 
 
 def test_the_view_reads_a_tool_round() -> None:

@@ -181,17 +181,3 @@ class TestSettingsAndBudget:
         chat = parse_request({**BODY, "messages": [{"role": "system", "content": parts}]})
         assert chat.system == "Be\nbrief." and chat.reserve_field == "reserve"
         assert parse_request({**BODY, "max_tokens": 5}).reserve_field == "max_tokens"
-        with pytest.raises(InvalidMessage, match="text only"):
-            parse_request(
-                {
-                    **BODY,
-                    "messages": [
-                        {
-                            "role": "system",
-                            "content": [
-                                {"type": "image_url", "image_url": {"url": "https://x/y.png"}}
-                            ],
-                        }
-                    ],
-                }
-            )

@@ -71,6 +71,15 @@ def test_two_servers_on_one_database_serve_a_session_one_turn_at_a_time(
                 openai.AsyncOpenAI(base_url=f"{base}/v1", api_key="k", max_retries=0, timeout=60)
                 for base in (one, two)
             ]
+            # Each server's first request alone: both servers live in this one process
+            # (two real servers are two processes), and FastAPI and pydantic build some
+            # of their parts on first use, which two threads must not do at once.
+            for number, client in enumerate(clients):
+                await client.chat.completions.create(
+                    model="m",
+                    messages=[{"role": "user", "content": "warm up"}],
+                    extra_headers={**SESSION, "X-Engram-Session": f"warm-{number}"},
+                )
             calls: list[Any] = [
                 clients[i % 2].chat.completions.create(
                     model="m",

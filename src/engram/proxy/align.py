@@ -142,6 +142,8 @@ class Alignment:
         answer: ``repeat``: the newest turn's stored answer (its last visible message).
         history: Whether the list carries history (an assistant message), not
             only new messages.
+        unmatched: Nothing in the list agrees with the history read (a list
+            with history may then start further back: read more and align again).
     """
 
     kind: Kind
@@ -149,6 +151,7 @@ class Alignment:
     after: Message | None = None
     answer: Message | None = None
     history: bool = False
+    unmatched: bool = False
 
 
 def align(client: Sequence[Print], stored: Sequence[Visible]) -> Alignment:
@@ -170,7 +173,7 @@ def align(client: Sequence[Print], stored: Sequence[Visible]) -> Alignment:
     repeat = _repeat(client, stored)
     if repeat is not None:
         return Alignment(Kind.REPEAT, answer=repeat, history=history)
-    return Alignment(Kind.APPEND, tuple(range(len(client))), history=history)
+    return Alignment(Kind.APPEND, tuple(range(len(client))), history=history, unmatched=True)
 
 
 def _continue(client: Sequence[Print], skipped: int, history: bool) -> Alignment:

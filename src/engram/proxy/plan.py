@@ -125,13 +125,22 @@ def plan_turn(
     raw = [dict(m) for m in messages if not _empty_answer(m)]
     client = _read(raw)
     store = session.runtime.store
-    rows = _read_back(session, len(client) + 2, idempotency.LOOKBACK if retry.key else 0, ours)
+    rows, whole = _read_back(
+        session, len(client) + 2, idempotency.LOOKBACK if retry.key else 0, ours
+    )
     if retry.key:
         earlier = _keyed(rows, client, retry.key)
         if earlier is not None:
             return Plan(replay=earlier)
+    prints = [fingerprint(m) for m in client]
     shown = visible(rows, ours)
-    found = align([fingerprint(m) for m in client], shown)
+    found = align(prints, shown)
+    while found.unmatched and found.history and not whole and len(rows) < MAX_READ:
+        # A list with history that agrees with nothing read: it starts further back
+        # (an edit of an early turn); read on until it is found, or the start.
+        rows, whole = _older(session, rows)
+        shown = visible(rows, ours)
+        found = align(prints, shown)
     if found.kind is Kind.REPEAT and _is_retry(found, retry):
         return Plan(replay=found.answer)
     through, new = _what_stays(found, shown, len(client))
@@ -224,16 +233,26 @@ def _read(raw: Sequence[Mapping[str, Any]]) -> list[NewMessage]:
 
 def _read_back(
     session: Session, want: int, at_least: int, ours: Callable[[str], bool]
-) -> list[Message]:
-    """The newest stored messages, enough to hold ``want`` visible ones (or all), oldest first."""
-    store = session.runtime.store
+) -> tuple[list[Message], bool]:
+    """The newest stored messages, enough to hold ``want`` visible ones (or all), oldest first.
+
+    Also says whether they are the whole history.
+    """
     limit = min(max(FIRST_READ, at_least, 2 * want), _PAGE)
-    rows = store.tail(session.scope, session.id, limit=limit)
-    while len(rows) == limit and len(rows) < MAX_READ and len(visible(rows, ours)) < want:
-        older = store.tail(session.scope, session.id, limit=_PAGE, before_id=rows[0].id)
-        rows = older + rows
-        limit = len(rows) if len(older) == _PAGE else -1
-    return rows
+    rows = session.runtime.store.tail(session.scope, session.id, limit=limit)
+    whole = len(rows) < limit
+    while not whole and len(rows) < MAX_READ and len(visible(rows, ours)) < want:
+        rows, whole = _older(session, rows)
+    return rows, whole
+
+
+def _older(session: Session, rows: list[Message]) -> tuple[list[Message], bool]:
+    """``rows`` with a page of older messages before them, and whether that reached the start."""
+    if not rows:
+        return rows, True
+    store = session.runtime.store
+    older = store.tail(session.scope, session.id, limit=_PAGE, before_id=rows[0].id)
+    return older + rows, len(older) < _PAGE
 
 
 def _current_turn(kept: Sequence[Message], new: Sequence[NewMessage]) -> list[Message | NewMessage]:
