@@ -20,6 +20,10 @@ def test_every_field_is_a_setting_read_from_its_own_variable() -> None:
         "ENGRAM_EMBEDDINGS": "true",
         "ENGRAM_CLOSE_TIMEOUT": "2.5",
         "ENGRAM_COMPACTION_DEADLINE": "1",
+        "ENGRAM_PROXY_BUDGET": "20000",
+        "ENGRAM_PROXY_MAX_ROUNDS": "2",
+        "ENGRAM_PROXY_RETRY_WINDOW": "0",
+        "ENGRAM_PROXY_SINGLE_SYSTEM": "yes",
     }
     assert sorted(s.env for s in SETTINGS.values()) == sorted(env)
     assert Config.from_env(env) == Config(
@@ -30,6 +34,10 @@ def test_every_field_is_a_setting_read_from_its_own_variable() -> None:
         embeddings=True,
         close_timeout=2.5,
         compaction_deadline=1.0,
+        proxy_budget=20_000,
+        proxy_max_rounds=2,
+        proxy_retry_window=0.0,
+        proxy_single_system=True,
     )
     assert Config.from_env({}) == Config()
 

@@ -30,6 +30,12 @@ DEFAULT_MEMORY_CAP: Final = 10
 DEFAULT_CLOSE_TIMEOUT: Final = 30.0
 #: Overall seconds a synchronous compaction may take before the turn goes on without it.
 DEFAULT_COMPACTION_DEADLINE: Final = 20.0
+#: Model calls one proxied request may make (Engram's tool rounds, then the answer).
+DEFAULT_PROXY_MAX_ROUNDS: Final = 4
+#: Most model calls one proxied request may make.
+MAX_PROXY_ROUNDS: Final = 16
+#: Seconds after an answer during which the same request again is a retry (see the proxy).
+DEFAULT_PROXY_RETRY_WINDOW: Final = 60.0
 
 
 def _text(raw: str) -> str:
@@ -47,6 +53,20 @@ def _positive_float(raw: str) -> float:
     value = float(raw)
     if not value > 0 or value == float("inf"):
         raise ValueError("must be a positive number of seconds")
+    return value
+
+
+def _non_negative_float(raw: str) -> float:
+    value = float(raw)
+    if not value >= 0 or value == float("inf"):
+        raise ValueError("must be a number of seconds, 0 or more")
+    return value
+
+
+def _rounds(raw: str) -> int:
+    value = int(raw)
+    if not 1 <= value <= MAX_PROXY_ROUNDS:
+        raise ValueError(f"must be between 1 and {MAX_PROXY_ROUNDS}")
     return value
 
 
@@ -118,6 +138,30 @@ class Config:
         "ENGRAM_COMPACTION_DEADLINE",
         _positive_float,
         "overall seconds a synchronous compaction may take before the turn goes on",
+    )
+    proxy_budget: int | None = _setting(
+        None,
+        "ENGRAM_PROXY_BUDGET",
+        _positive_int,
+        "proxy: tokens of prompt, tools and answer per request (default: the model's window)",
+    )
+    proxy_max_rounds: int = _setting(
+        DEFAULT_PROXY_MAX_ROUNDS,
+        "ENGRAM_PROXY_MAX_ROUNDS",
+        _rounds,
+        "proxy: most upstream calls per request (1-16); the last offers only the client's tools",
+    )
+    proxy_retry_window: float = _setting(
+        DEFAULT_PROXY_RETRY_WINDOW,
+        "ENGRAM_PROXY_RETRY_WINDOW",
+        _non_negative_float,
+        "proxy: seconds after an answer during which the same request is a retry (0: never)",
+    )
+    proxy_single_system: bool = _setting(
+        False,
+        "ENGRAM_PROXY_SINGLE_SYSTEM",
+        _flag,
+        "proxy: send the system prompt, memories and summary as one system message",
     )
 
     @classmethod

@@ -28,6 +28,23 @@ class SupportsExclusive(Protocol):
         ...
 
 
+@runtime_checkable
+class SupportsHeldLocks(Protocol):
+    """A store offering database-wide locks held across calls, taken without waiting.
+
+    For work that spans awaits and threads (a proxied turn): one connection of
+    the process holds every such lock, so holding one costs no pooled connection.
+    """
+
+    def try_hold(self, name: str) -> bool:
+        """Take the lock ``name`` if no other process holds it; True when taken."""
+        ...
+
+    def release_hold(self, name: str) -> None:
+        """Release the lock ``name`` taken by :meth:`try_hold`."""
+        ...
+
+
 class SharedLock:
     """What every handle on one name of one database shares: the lock and its depth."""
 

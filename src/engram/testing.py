@@ -19,7 +19,13 @@ text a few characters per chunk, the tool calls, then the usage when
 ``stream_options.include_usage`` asks for it.
 A response's ``chunk_delay`` paces the chunks (to test a client that leaves mid-stream, or a
 model that trickles); a non-streamed answer with a ``chunk_delay`` is sent in small pieces
-that far apart.
+that far apart. A response's ``headers`` are sent with it (``Retry-After``, rate limits).
+
+``FakeLLMServer(strict=True)`` refuses what OpenAI refuses, with OpenAI's 400 error body: an
+assistant message with ``tool_calls`` not followed by one tool message per call id, a tool
+message that answers no call of the assistant message just before it, ``tool_choice``
+without ``tools``, and (with ``max_system_messages``) more system messages than allowed.
+Refused requests are kept in :attr:`FakeLLMServer.refused` and use no scripted answer.
 
 :class:`~engram.store.memory.backend.MemoryStore` (``memory://NAME``) is a store that
 keeps everything in this process, for tests that need no file at all.
@@ -40,7 +46,13 @@ from engram.models import JSON
 from engram.store.memory.backend import MemoryStore
 from engram.tokens import STORAGE_ENCODING, count_messages, get_encoding, storage_counter
 
-__all__ = ["FakeLLMServer", "FakeResponse", "MemoryStore", "RecordedRequest"]
+__all__ = [
+    "FakeLLMServer",
+    "FakeResponse",
+    "MemoryStore",
+    "RecordedRequest",
+    "tool_sequence_error",
+]
 
 
 @dataclass(slots=True)
@@ -64,6 +76,7 @@ class FakeResponse:
     usage: JSON | None = None
     omit_usage: bool = False
     chunk_delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,17 +111,30 @@ def echo_responder(request: RecordedRequest) -> FakeResponse:
 class FakeLLMServer:
     """A scriptable OpenAI-compatible chat-completions server on 127.0.0.1."""
 
-    def __init__(self, *, default: Responder | None = None, model: str = "fake-model"):
+    def __init__(
+        self,
+        *,
+        default: Responder | None = None,
+        model: str = "fake-model",
+        strict: bool = False,
+        max_system_messages: int | None = None,
+    ):
         """Prepare the server; :meth:`start` (or ``with``) binds a free port.
 
         Args:
             default: Answers when the script queue is empty (echo by default).
             model: Model name reported in answers when the request names none.
+            strict: Refuse invalid tool-call sequences with OpenAI's 400 body.
+            max_system_messages: With ``strict``, most system messages a prompt may hold.
 
         """
         self.default: Responder = default or echo_responder
         self.model = model
+        self.strict = strict
+        self.max_system_messages = max_system_messages
         self.requests: list[RecordedRequest] = []
+        #: Requests refused by the strict checks, with the error message sent.
+        self.refused: list[tuple[RecordedRequest, str]] = []
         self._queue: deque[FakeResponse] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -203,10 +229,15 @@ class FakeLLMServer:
             FakeResponse(content=None, tool_calls=tool_calls, finish_reason="tool_calls", **kw)
         )
 
-    def fail(self, status: int = 500, message: str = "internal error") -> FakeLLMServer:
-        """Queue an HTTP error answer (OpenAI's error body)."""
+    def fail(
+        self,
+        status: int = 500,
+        message: str = "internal error",
+        headers: Mapping[str, str] | None = None,
+    ) -> FakeLLMServer:
+        """Queue an HTTP error answer (OpenAI's error body), with optional response headers."""
         body = json.dumps({"error": {"message": message, "type": "server_error"}}).encode()
-        return self.push(FakeResponse(status=status, raw_body=body))
+        return self.push(FakeResponse(status=status, raw_body=body, headers=dict(headers or {})))
 
     def slow(self, seconds: float, text: str = "slow answer") -> FakeLLMServer:
         """Queue an answer that arrives after ``seconds``."""
@@ -224,6 +255,12 @@ class FakeLLMServer:
         cut = text[: int(len(text) * keep)]
         return self.push(FakeResponse(content=cut, finish_reason="length"))
 
+    def clear(self) -> FakeLLMServer:
+        """Drop the scripted answers not served yet."""
+        with self._lock:
+            self._queue.clear()
+        return self
+
     @property
     def pending(self) -> int:
         """Scripted answers not yet served."""
@@ -233,12 +270,34 @@ class FakeLLMServer:
     # -- serving (called from handler threads) ------------------------------------
 
     def _next(self, request: RecordedRequest) -> FakeResponse:
+        problem = self._refusal(request) if self.strict else None
         with self._lock:
             self.requests.append(request)
+            if problem is not None:
+                self.refused.append((request, problem[0]))
+                error = {"message": problem[0], "type": "invalid_request_error"}
+                body = {"error": {**error, "param": problem[1], "code": None}}
+                return FakeResponse(status=400, raw_body=json.dumps(body).encode())
             if self._queue:
                 return self._queue.popleft()
         answer = self.default(request)
         return FakeResponse(content=answer) if isinstance(answer, str) else answer
+
+    def _refusal(self, request: RecordedRequest) -> tuple[str, str | None] | None:
+        """What OpenAI would refuse in this request: (message, param), or None."""
+        body = request.body or {}
+        if body.get("tool_choice") is not None and not body.get("tools"):
+            return "'tool_choice' is only allowed when 'tools' are specified.", "tool_choice"
+        messages = request.messages
+        if not messages:
+            return "Invalid 'messages': empty array.", "messages"
+        systems = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "system")
+        if self.max_system_messages is not None and systems > self.max_system_messages:
+            return (
+                f"{systems} system messages; this model accepts {self.max_system_messages}",
+                "messages",
+            )
+        return tool_sequence_error(messages)
 
     def _completion(self, request: RecordedRequest, response: FakeResponse) -> JSON:
         with self._lock:
@@ -289,6 +348,49 @@ def stream_chunks(completion: JSON, *, include_usage: bool) -> list[JSON]:
     return chunks
 
 
+def tool_sequence_error(messages: Sequence[Any]) -> tuple[str, str] | None:
+    """OpenAI's refusal of a tool-call sequence: (message, param), or None when it is valid.
+
+    Every assistant message with ``tool_calls`` must be followed, before any
+    other message, by one tool message per call id; a tool message must answer
+    a call of that assistant message, once.
+    """
+    waiting: set[str] = set()  # call ids of the last assistant message not answered yet
+    answered: set[str] = set()
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in waiting or call_id in answered:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'.",
+                    f"messages.[{index}].role",
+                )
+            answered.add(call_id)
+            continue
+        missing = sorted(waiting - answered)
+        if missing:
+            return (
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {', '.join(missing)}",
+                f"messages.[{index}].role",
+            )
+        calls = message.get("tool_calls") if role == "assistant" else None
+        waiting = {str(c.get("id")) for c in calls if isinstance(c, dict)} if calls else set()
+        answered = set()
+    missing = sorted(waiting - answered)
+    if missing:
+        return (
+            "An assistant message with 'tool_calls' must be followed by tool messages "
+            "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+            f"response messages: {', '.join(missing)}",
+            f"messages.[{len(messages)}].role",
+        )
+    return None
+
+
 def _usage(messages: list[JSON], response: FakeResponse) -> JSON:
     counter = storage_counter()
     try:
@@ -331,10 +433,18 @@ def _make_handler(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 raw=raw,
             )
 
-        def _send(self, status: int, body: bytes, content_type: str) -> None:
+        def _send(
+            self,
+            status: int,
+            body: bytes,
+            content_type: str,
+            headers: Mapping[str, str] | None = None,
+        ) -> None:
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -357,17 +467,19 @@ def _make_handler(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             if response.delay and fake._stopping.wait(response.delay):
                 return  # server stopping: drop the answer
             if response.raw_body is not None:
-                self._send(response.status, response.raw_body, response.content_type)
+                self._send(
+                    response.status, response.raw_body, response.content_type, response.headers
+                )
                 return
             completion = fake._completion(request, response)
             if request.body and request.body.get("stream") is True and response.status == 200:
-                self._stream(request.body, completion, response.chunk_delay)
+                self._stream(request.body, completion, response)
                 return
             body = json.dumps(completion).encode()
             if response.chunk_delay:
                 self._trickle(response.status, body, response.chunk_delay)
                 return
-            self._send(response.status, body, "application/json")
+            self._send(response.status, body, "application/json", response.headers)
 
         def _trickle(self, status: int, body: bytes, delay: float) -> None:
             """Send ``body`` a few bytes at a time, ``delay`` seconds apart (a slow model)."""
@@ -384,13 +496,16 @@ def _make_handler(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up on the slow answer
 
-        def _stream(self, body: JSON, completion: JSON, chunk_delay: float) -> None:
+        def _stream(self, body: JSON, completion: JSON, response: FakeResponse) -> None:
             options = body.get("stream_options")
             with_usage = isinstance(options, dict) and options.get("include_usage") is True
             chunks = stream_chunks(completion, include_usage=with_usage)
+            chunk_delay = response.chunk_delay
             try:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
+                for key, value in response.headers.items():
+                    self.send_header(key, value)
                 self.end_headers()
                 for chunk in chunks:
                     if (

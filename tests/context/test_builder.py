@@ -18,6 +18,7 @@ from engram.context import (
 from engram.errors import ConfigError, StoreError
 from engram.models import Message
 from engram.policy import PRESETS, Policy
+from engram.testing import tool_sequence_error
 
 from .support import STORAGE
 from .support import stored as msg
@@ -399,12 +400,37 @@ class TestToolGroups:
         assert orphans.message_ids == (2, 5)
 
     def test_results_after_another_message_are_orphans(self) -> None:
-        # OpenAI wants tool results right after their call.
+        # OpenAI wants tool results right after their call: the result is an orphan, and
+        # the call it no longer answers is left out (the call message has no text: it goes).
         group = tool_group(3, 1)
         history = [msg(1, "user", "hi"), group[0], msg(9, "user", "x"), group[1]]
         ctx = build_context(History(history), budget=5_000)
-        assert group[1].id not in ctx.message_ids
-        assert group[0].id in ctx.message_ids
+        assert ctx.message_ids == [1, 9]
+        assert tool_sequence_error(ctx.messages) is None
+
+    def test_an_unanswered_call_is_left_out_and_the_text_kept(self) -> None:
+        group = tool_group(3, 2)
+        said = msg(3, "assistant", "Let me look.", tool_calls=group[0].tool_calls)
+        history = [msg(1, "user", "hi"), said, group[1], msg(9, "user", "never mind")]
+        ctx = build_context(History(history), budget=5_000)
+        assert ctx.message_ids == [1, 3, 4, 9]
+        shown = ctx.messages[1]
+        assert shown["content"] == "Let me look."
+        assert [c["id"] for c in shown["tool_calls"]] == ["call_3_0"]
+        assert tool_sequence_error(ctx.messages) is None
+        assert ctx.tokens == exact(ctx)
+        left_out = next(o for o in ctx.omitted if o.reason == "unanswered tool call")
+        assert left_out.message_ids == (3,)
+        assert history[1].tool_calls is not None and len(history[1].tool_calls) == 2  # unchanged
+
+    def test_a_pending_call_at_the_end_and_a_second_result_are_left_out(self) -> None:
+        group = tool_group(3, 1)
+        again = msg(5, "tool", "again", tool_call_id="call_3_0")
+        pending = tool_group(6, 1)[0]
+        history = [msg(1, "user", "hi"), *group, again, msg(7, "user", "go"), pending]
+        ctx = build_context(History(history), budget=5_000)
+        assert ctx.message_ids == [1, 3, 4, 7]
+        assert tool_sequence_error(ctx.messages) is None
 
 
 class TestCounting:

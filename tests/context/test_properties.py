@@ -1,4 +1,4 @@
-"""Invariants 1-4 and 8 of DESIGN.md as properties of build_context (cache-aware window too)."""
+"""Invariants 1-4, 8 and 9 of DESIGN.md as properties of build_context (cache-aware window too)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from engram import tokens
 from engram.context import Context, HistoryTotals, Section, build_context
 from engram.models import Message
 from engram.policy import PRESETS, Policy
+from engram.testing import tool_sequence_error
 
 from .support import STORAGE
 from .support import stored as _message
@@ -146,7 +147,7 @@ def candidates(case: dict[str, Any]) -> list[Message]:
 
 
 def is_orphan(pool: list[Message], index: int) -> bool:
-    """A tool result is answered only by the assistant call right before its tool run."""
+    """A tool result answers only the assistant call right before its tool run, once."""
     m = pool[index]
     if m.role != "tool":
         return False
@@ -155,7 +156,33 @@ def is_orphan(pool: list[Message], index: int) -> bool:
         k -= 1
     if k < 0 or pool[k].role != "assistant" or not pool[k].tool_calls:
         return True
-    return m.tool_call_id not in {c["id"] for c in pool[k].tool_calls or []}
+    if m.tool_call_id not in {c["id"] for c in pool[k].tool_calls or []}:
+        return True
+    return any(pool[j].tool_call_id == m.tool_call_id for j in range(k + 1, index))
+
+
+def view(pool: list[Message], index: int) -> dict[str, Any] | None:
+    """How ``pool[index]`` is shown: a call keeps only its answered calls (None: left out)."""
+    m = pool[index]
+    out = m.to_openai()
+    if m.role != "assistant" or not m.tool_calls:
+        return out
+    answered = set()
+    k = index + 1
+    while k < len(pool) and pool[k].role == "tool":
+        answered.add(pool[k].tool_call_id)
+        k += 1
+    calls = [c for c in m.tool_calls if c["id"] in answered]
+    if calls:
+        out["tool_calls"] = calls
+        return out
+    out.pop("tool_calls")
+    return out if m.content.strip() else None
+
+
+def left_out(pool: list[Message], index: int) -> bool:
+    """Never shown: an orphan result, or a call message left with nothing to show."""
+    return is_orphan(pool, index) or view(pool, index) is None
 
 
 def counter_of(case: dict[str, Any]) -> tokens.TokenCounter:
@@ -183,8 +210,10 @@ def check_2_order_and_contiguous_suffix(case: dict[str, Any], ctx: Context) -> N
     # Non-stored messages (system prompt and sections) come first.
     stored = ctx.messages[len(ctx.messages) - len(ids) :]
     assert all(m["role"] == "system" for m in ctx.messages[: len(ctx.messages) - len(ids)])
+    index = {m.id: k for k, m in enumerate(pool)}
     for out, mid in zip(stored, ids, strict=True):
-        original = by_id[mid].to_openai()
+        original = view(pool, index[mid])
+        assert original is not None
         if mid not in ctx.truncated_ids:
             assert out == original
         else:
@@ -194,11 +223,12 @@ def check_2_order_and_contiguous_suffix(case: dict[str, Any], ctx: Context) -> N
     if not ids or ctx.degraded == "turn over budget":
         return
     start = next(i for i, m in enumerate(pool) if m.id == ids[0])
-    expected = [m.id for k, m in enumerate(pool) if k >= start and not is_orphan(pool, k)]
+    expected = [m.id for k, m in enumerate(pool) if k >= start and not left_out(pool, k)]
     assert ids == expected
 
 
-def check_3_tool_groups_never_split(case: dict[str, Any], ctx: Context) -> None:
+def check_3_and_9_tool_groups_never_split_prompt_valid(case: dict[str, Any], ctx: Context) -> None:
+    assert tool_sequence_error(ctx.messages) is None
     pool = candidates(case)
     shown = ctx.messages
     for k, m in enumerate(shown):
@@ -220,6 +250,13 @@ def check_3_tool_groups_never_split(case: dict[str, Any], ctx: Context) -> None:
             while pool[j].role == "tool":
                 j -= 1
             assert (m.id in included) == (pool[j].id in included)
+    for m in pool:  # a call is shown only with its answered calls
+        if m.id in included and m.tool_calls:
+            got = {c["id"] for c in shown[-len(ctx.message_ids) + ctx.message_ids.index(m.id)]
+                   .get("tool_calls", [])}  # fmt: skip
+            results = {x.tool_call_id for j, x in enumerate(pool) if x.id in included
+                       and x.role == "tool" and not is_orphan(pool, j)}  # fmt: skip
+            assert got <= results
 
 
 def check_4_newest_user_message_always_in(case: dict[str, Any], ctx: Context) -> None:
@@ -230,8 +267,12 @@ def check_4_newest_user_message_always_in(case: dict[str, Any], ctx: Context) ->
     newest = users[-1]
     assert newest.id in ctx.message_ids
     counter = counter_of(case)
-    turn = [m for k, m in enumerate(pool) if m.id >= newest.id and not is_orphan(pool, k)]
-    turn_full = tokens.count_messages(counter, [m.to_openai() for m in turn])
+    turn = [
+        shown
+        for k, m in enumerate(pool)
+        if m.id >= newest.id and not left_out(pool, k) and (shown := view(pool, k))
+    ]
+    turn_full = tokens.count_messages(counter, turn)
     fixed = tokens.count_messages(counter, ctx.messages[: len(ctx.messages) - len(ctx.message_ids)])
     limit = case["budget"] - case["reserve"]
     shown = ctx.messages[
@@ -247,7 +288,7 @@ def check_4_newest_user_message_always_in(case: dict[str, Any], ctx: Context) ->
     wanted = [s for s in case["sections"] if s.text.strip()]
     mandatory = [{"role": "system", "content": case["system"]}] if case["system"] else []
     mandatory += [{"role": "system", "content": s.render()} for s in wanted]
-    if tokens.count_messages(counter, mandatory + [m.to_openai() for m in turn]) <= limit:
+    if tokens.count_messages(counter, mandatory + turn) <= limit:
         assert ctx.truncated_ids == []
         assert ctx.degraded is None
         assert ctx.sections == [s.title for s in wanted]
@@ -267,6 +308,6 @@ def test_invariants(case: dict[str, Any]) -> None:
     ctx = run(case)
     check_1_fits_and_counts_exactly(case, ctx)
     check_2_order_and_contiguous_suffix(case, ctx)
-    check_3_tool_groups_never_split(case, ctx)
+    check_3_and_9_tool_groups_never_split_prompt_valid(case, ctx)
     check_4_newest_user_message_always_in(case, ctx)
     check_8_deterministic(case, ctx)

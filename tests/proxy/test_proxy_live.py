@@ -458,12 +458,21 @@ def test_engram_serve_upstream_proxies(tmp_path: Path, upstream: FakeLLMServer) 
 
     url = f"sqlite:///{tmp_path / 'served.db'}"
     upstream.reply("served")
-    with LiveServer(url, "--upstream", upstream.base_url) as server, _client(server.base_url) as c:
-        answer = c.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "hi"}], extra_headers=SESSION
+    args = ("--upstream", upstream.base_url, "--budget", "9000", "--single-system")
+    with LiveServer(url, *args) as server, _client(server.base_url) as c:
+        raw = c.chat.completions.with_raw_response.create(
+            model="m",
+            messages=[
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "hi"},
+            ],
+            extra_headers=SESSION,
         )
+    answer = raw.parse()
     assert answer.choices[0].message.content == "served"
-    assert "/v1/chat/completions" in server.output
+    assert raw.headers["x-engram-budget"] == "9000"
+    assert [m["role"] for m in upstream.requests[-1].messages] == ["system", "user"]
+    assert "/v1/chat/completions" in server.output and "9,000 tokens" in server.output
     with engram.open(url, llm=None) as mem:
         assert [m.content for m in mem.session("chat-1", "proj").messages()] == ["hi", "served"]
 

@@ -8,8 +8,16 @@ import pytest
 
 from engram import tools
 from engram.chat.loop import DEFAULT_RESERVE, HISTORY_TOOLS_PROMPT
-from engram.errors import InvalidMessage
-from engram.proxy import InvalidRequest, MissingSession, find_target, parse_request
+from engram.errors import ConfigError, InvalidMessage, InvalidQuery
+from engram.llm.windows import DEFAULT_WINDOW
+from engram.proxy import (
+    InvalidRequest,
+    MissingSession,
+    ProxySettings,
+    find_target,
+    parse_request,
+    resolve,
+)
 
 BODY: dict[str, Any] = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -122,3 +130,54 @@ class TestRequest:
     def test_a_message_that_is_not_an_object(self) -> None:
         with pytest.raises(InvalidMessage, match=r"messages\[0\]"):
             parse_request({**BODY, "messages": ["hi"]})
+
+
+class TestSettingsAndBudget:
+    def test_proxy_settings_read_the_config_and_the_options_win(self) -> None:
+        env = {
+            "ENGRAM_LLM_BASE_URL": "http://127.0.0.1:9/v1",
+            "ENGRAM_PROXY_BUDGET": "20000",
+            "ENGRAM_PROXY_MAX_ROUNDS": "2",
+            "ENGRAM_PROXY_RETRY_WINDOW": "5",
+        }
+        settings = ProxySettings.from_env(env)
+        assert settings is not None
+        assert (settings.budget, settings.max_rounds, settings.retry_window) == (20_000, 2, 5.0)
+        assert settings.single_system is False
+        given = ProxySettings.from_env(env, budget=9000, single_system=True)
+        assert given is not None and (given.budget, given.single_system) == (9000, True)
+        assert ProxySettings.from_env({}) is None
+        with pytest.raises(ConfigError, match="ENGRAM_PROXY_RETRY_WINDOW"):
+            ProxySettings.from_env({**env, "ENGRAM_PROXY_RETRY_WINDOW": "-1"})
+        with pytest.raises(ConfigError, match="ENGRAM_PROXY_MAX_ROUNDS"):
+            ProxySettings.from_env({**env, "ENGRAM_PROXY_MAX_ROUNDS": "17"})
+        with pytest.raises(ConfigError, match="budget"):
+            ProxySettings("http://x/v1", budget=0)
+
+    @pytest.mark.parametrize(
+        ("header", "setting", "model", "total", "source"),
+        [
+            ("9000", 20_000, "gpt-4o-mini", 9000, "X-Engram-Budget"),
+            (None, 20_000, "gpt-4o-mini", 20_000, "--budget"),
+            (None, None, "gpt-4o-mini-2024-07-18", 128_000, "context window"),
+            (None, None, "openai/gpt-4.1", 1_047_576, "context window"),
+            (None, None, "llama3:8b", DEFAULT_WINDOW, "does not know"),
+        ],
+    )
+    def test_the_budget_comes_from_the_header_the_server_or_the_model(
+        self, header: str | None, setting: int | None, model: str, total: int, source: str
+    ) -> None:
+        budget = resolve(header, setting, model)
+        assert budget.total == total and source in budget.source
+
+    @pytest.mark.parametrize("header", ["", "-5", "1e6", "0", "999999999999", "ten"])
+    def test_a_bad_budget_header_is_refused_by_name(self, header: str) -> None:
+        with pytest.raises(InvalidQuery, match="X-Engram-Budget") as refused:
+            resolve(header, None, "gpt-4o-mini")
+        assert getattr(refused.value, "field", None) == "X-Engram-Budget"
+
+    def test_the_reserve_field_and_joined_instructions(self) -> None:
+        parts = [{"type": "text", "text": "Be"}, {"type": "text", "text": "brief."}]
+        chat = parse_request({**BODY, "messages": [{"role": "system", "content": parts}]})
+        assert chat.system == "Be\nbrief." and chat.reserve_field == "reserve"
+        assert parse_request({**BODY, "max_tokens": 5}).reserve_field == "max_tokens"

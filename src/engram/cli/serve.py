@@ -45,6 +45,18 @@ def is_loopback(host: str) -> bool:
     "(default: $ENGRAM_LLM_BASE_URL; key: $ENGRAM_LLM_API_KEY).",
 )
 @click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Tokens of prompt, tools and answer per proxied request "
+    "(default: $ENGRAM_PROXY_BUDGET, else the model's context window).",
+)
+@click.option(
+    "--single-system",
+    is_flag=True,
+    help="Proxy: send the system prompt, memories and summary as one system message.",
+)
+@click.option(
     "--log-level",
     default="warning",
     show_default=True,
@@ -59,6 +71,8 @@ def serve_command(
     port: int,
     sample: bool,
     upstream: str | None,
+    budget: int | None,
+    single_system: bool,
     log_level: str,
 ) -> None:
     """Serve the REST API (OpenAPI at /docs, metrics at /metrics)."""
@@ -73,7 +87,7 @@ def serve_command(
     from engram.cli.demo import DEMO_SCOPE, store_sample
     from engram.proxy import ProxySettings
 
-    proxy = ProxySettings.from_env(base_url=upstream)
+    proxy = ProxySettings.from_env(base_url=upstream, budget=budget, single_system=single_system)
 
     with engram.open(store_url(ctx, db)) as mem:
         keys = _active_keys(mem)
@@ -89,6 +103,8 @@ def serve_command(
         _announce(mem.url, host, port, keys)
         if proxy is not None:
             click.echo(f"  proxy      {_base(host, port)}/v1/chat/completions -> {proxy.base_url}")
+            window = f"{proxy.budget:,} tokens" if proxy.budget else "the model's context window"
+            click.echo(f"  budget     {window} per request (X-Engram-Budget to change one)")
         if any(getattr(route, "path", None) == MCP_PATH for route in app.routes):
             click.echo(f"  MCP        {_base(host, port)}{MCP_PATH}")
         else:

@@ -22,7 +22,10 @@ given order, then the recent window. The window is chosen newest first:
    session's history, so consecutive prompts share their prefix
    (:mod:`~engram.context.cache_window`).
 3. Tool messages whose assistant call is not in the window are dropped and
-   reported: OpenAI rejects orphan tool results.
+   reported: OpenAI rejects orphan tool results. A tool call no stored result
+   answers is left out of the assistant message shown (the message goes too
+   when nothing else is left), so every prompt is one a strict provider
+   accepts; the stored messages stay whole.
 
 Counting: stored messages carry their exact size in the storage encoding
 (``o200k_base``). For that encoding the stored counts are used as they are
@@ -49,6 +52,7 @@ from engram.context.results import (
     OVER_BUDGET,
     SECTION_DROPPED,
     TURN_OVER_BUDGET,
+    UNANSWERED_TOOL_CALL,
     Context,
     HistoryReader,
     HistoryTotals,
@@ -72,6 +76,7 @@ __all__ = [
     "SECTION_DROPPED",
     "TEXT_CACHE_SIZE",
     "TURN_OVER_BUDGET",
+    "UNANSWERED_TOOL_CALL",
     "Context",
     "HistoryReader",
     "HistoryTotals",

@@ -21,6 +21,7 @@ from engram.context.results import (
     OVER_BUDGET,
     SECTION_DROPPED,
     TURN_OVER_BUDGET,
+    UNANSWERED_TOOL_CALL,
     Context,
     HistoryReader,
     HistoryTotals,
@@ -174,6 +175,7 @@ def build_context(
         tokens=turn_cost,
         exchanges=1 if user else 0,
         orphan_ids=[m.id for u in turn_units for m in u.orphans],
+        unanswered_ids=[u.unanswered for u in turn_units if u.unanswered is not None],
     )
     fill_window(cursor, costing, spill, window, pol)
     turn_rows = [m for u in turn_units for m in u.messages]
@@ -252,6 +254,12 @@ def _report_window(window: Window, turn: list[Shown], report: _Report) -> None:
         ids = window.orphan_ids
         report.omitted.append(Omission(ORPHAN_TOOL_RESULT, message_ids=tuple(sorted(ids))))
         report.notes.append(f"{len(ids)} tool result(s) without their tool call left out")
+    if window.unanswered_ids:
+        ids = window.unanswered_ids
+        report.omitted.append(Omission(UNANSWERED_TOOL_CALL, message_ids=tuple(sorted(ids))))
+        report.notes.append(
+            f"{len(ids)} assistant message(s) shown without the tool calls no result answers"
+        )
 
 
 def _assemble(

@@ -16,6 +16,7 @@ HistoryReader = Callable[[int, "int | None"], list[Message]]
 OLDER_THAN_WINDOW = "older than window"
 OVER_BUDGET = "over budget"
 ORPHAN_TOOL_RESULT = "orphan tool result"
+UNANSWERED_TOOL_CALL = "unanswered tool call"
 SECTION_DROPPED = "section dropped"
 TURN_OVER_BUDGET = "turn over budget"
 
@@ -49,7 +50,8 @@ class Omission:
 
     Attributes:
         reason: One of "older than window", "over budget", "orphan tool result",
-            "section dropped", "turn over budget".
+            "unanswered tool call" (an assistant message shown without its calls that
+            no result answers), "section dropped", "turn over budget".
         message_ids: Stored messages left out, when they are known one by one.
         before_id: For window ends: every candidate message with a smaller id
             (and above the floor) was left out; their number is not counted.

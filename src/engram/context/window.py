@@ -4,10 +4,17 @@ A unit is one message, or an assistant message with ``tool_calls`` together
 with the tool results answering it, so a tool call and its results are never
 split. The window is a contiguous suffix: the first unit that does not fit
 ends it. Tool messages whose assistant call is not in the window are orphans.
+
+Every prompt is one a strict provider accepts: a call that no stored result
+answers (the app never ran it, or moved on) is left out of the assistant
+message that made it, which is shown with its text and its answered calls
+only, or not at all when nothing else is left; a second result for the same
+call is an orphan. The stored messages stay whole.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -16,6 +23,7 @@ from engram.context.results import OLDER_THAN_WINDOW, OVER_BUDGET, HistoryReader
 from engram.errors import StoreError
 from engram.models import Message
 from engram.policy import Policy
+from engram.tokens import count_message, storage_counter
 
 #: Rows asked of the reader first (about a 3K-token window of ordinary messages);
 #: later reads are sized from the average message seen so far, or double.
@@ -90,13 +98,21 @@ class Cursor:
 class Unit:
     """One atomic piece of the window: a message, or a tool call with its results."""
 
-    __slots__ = ("cost", "is_user", "messages", "orphans")
+    __slots__ = ("cost", "is_user", "messages", "orphans", "unanswered")
 
-    def __init__(self, messages: list[Message], orphans: list[Message], cost: int, is_user: bool):
+    def __init__(
+        self,
+        messages: list[Message],
+        orphans: list[Message],
+        cost: int,
+        is_user: bool,
+        unanswered: int | None = None,
+    ):
         self.messages = messages  # oldest first
         self.orphans = orphans  # tool results just after it with no parent, oldest first
         self.cost = cost
         self.is_user = is_user
+        self.unanswered = unanswered  # id of an assistant message shown without some calls
 
 
 _NO_ORPHANS: list[Message] = []  # shared and never mutated: the common case allocates nothing
@@ -105,7 +121,7 @@ _NO_ORPHANS: list[Message] = []  # shared and never mutated: the common case all
 def next_unit(cursor: Cursor, costing: Costing) -> Unit | None:
     """Read the next older unit; None at the start of the candidate history."""
     buf = cursor.buf
-    if buf and buf[-1].role != "tool":
+    if buf and buf[-1].role != "tool" and not buf[-1].tool_calls:
         # Hot path: a plain message straight from the buffer.
         top = buf.pop()
         cost = top.tokens if costing.plain and top.parts is None else costing.cost(top)
@@ -120,20 +136,49 @@ def next_unit(cursor: Cursor, costing: Costing) -> Unit | None:
         if m.role == "tool":
             pending.append(m)
             continue
+        if m.tool_calls:
+            return _call_unit(m, pending[::-1], costing)
         if not pending:
             return Unit([m], _NO_ORPHANS, costing.cost(m), m.role == "user")
-        members = [m]
-        orphans: list[Message] = []
-        if m.role == "assistant" and m.tool_calls:
-            ids = {call.get("id") for call in m.tool_calls if isinstance(call, Mapping)}
-            for tool in reversed(pending):
-                if tool.tool_call_id is not None and tool.tool_call_id in ids:
-                    members.append(tool)
-                else:
-                    orphans.append(tool)
+        return Unit([m], pending[::-1], costing.cost(m), m.role == "user")
+
+
+def _call_unit(call: Message, results: list[Message], costing: Costing) -> Unit:
+    """An assistant call with the results that answer it (oldest first); the rest are orphans.
+
+    Each call id takes its first result. Calls no result answers are left out
+    of the message shown (a view with the same id); with nothing left to show
+    (no text, no answered call) the message itself is left out.
+    """
+    wanted = {c.get("id") for c in call.tool_calls or () if isinstance(c, Mapping)}
+    members: list[Message] = []
+    orphans: list[Message] = []
+    answered: set[str] = set()
+    for tool in results:
+        call_id = tool.tool_call_id
+        if call_id is not None and call_id in wanted and call_id not in answered:
+            answered.add(call_id)
+            members.append(tool)
         else:
-            orphans = pending[::-1]
-        return Unit(members, orphans, sum(costing.cost(x) for x in members), m.role == "user")
+            orphans.append(tool)
+    if len(answered) == len(wanted):
+        members.insert(0, call)
+        return Unit(members, orphans, sum(costing.cost(x) for x in members), False)
+    shown = answered_only(call, answered)
+    if shown is not None:
+        members.insert(0, shown)
+    return Unit(members, orphans, sum(costing.cost(x) for x in members), False, call.id)
+
+
+def answered_only(call: Message, answered: set[str]) -> Message | None:
+    """``call`` shown with only its ``answered`` calls, or None when nothing would be left."""
+    calls = [c for c in call.tool_calls or () if isinstance(c, Mapping) and c.get("id") in answered]
+    if not calls and not call.content.strip() and call.parts is None:
+        return None
+    tokens = count_message(
+        storage_counter(), call.role, call.content, name=call.name, tool_calls=calls or None
+    )
+    return dataclasses.replace(call, tool_calls=calls or None, tokens=tokens)
 
 
 def current_turn(cursor: Cursor, costing: Costing) -> tuple[Unit | None, list[Unit], list[Unit]]:
@@ -171,6 +216,7 @@ class Window:
     tokens: int  # their cost (current turn included)
     exchanges: int  # user messages in the window
     orphan_ids: list[int]
+    unanswered_ids: list[int] = field(default_factory=list)  # calls shown without some calls
     older: list[Message] = field(default_factory=list)  # before the current turn, newest first
     has_tools: bool = False
     reason: str | None = None  # OLDER_THAN_WINDOW or OVER_BUDGET when something was left out
@@ -241,12 +287,11 @@ def _take_plain(buf: list[Message], window: Window, limits: _Limits) -> None:
         limits.max_exchanges,
     )
     older = window.older
-    has_tools = window.has_tools
     end = len(buf)
     i = end
     while i:
         m = buf[i - 1]
-        if m.role == "tool" or m.parts is not None:  # images: costed by next_unit
+        if m.role == "tool" or m.tool_calls or m.parts is not None:  # next_unit takes these
             break
         cost = m.tokens
         if count >= max_messages or tokens + cost > max_tokens or exchanges >= max_exchanges:
@@ -264,8 +309,6 @@ def _take_plain(buf: list[Message], window: Window, limits: _Limits) -> None:
         count += 1
         if m.role == "user":
             exchanges += 1
-        elif m.tool_calls:
-            has_tools = True
     if i != end:
         del buf[i:]
     window.remaining, window.count, window.tokens, window.exchanges = (
@@ -274,7 +317,6 @@ def _take_plain(buf: list[Message], window: Window, limits: _Limits) -> None:
         tokens,
         exchanges,
     )
-    window.has_tools = has_tools
 
 
 def _cap(count: int, tokens: int, exchanges: int, limits: _Limits) -> str | None:
@@ -291,8 +333,10 @@ def _cap(count: int, tokens: int, exchanges: int, limits: _Limits) -> str | None
 def _take_unit(unit: Unit, window: Window, limits: _Limits) -> bool:
     """Add ``unit`` to the window; False (and ``window.reason`` set) when it does not fit."""
     members, cost = unit.messages, unit.cost
-    if not members:  # orphans at the very start of the candidates
+    if not members:  # orphans at the very start of the candidates, or a call with nothing left
         window.orphan_ids.extend(m.id for m in unit.orphans)
+        if unit.unanswered is not None:
+            window.unanswered_ids.append(unit.unanswered)
         return True
     bound = _cap(window.count + len(members), window.tokens + cost, window.exchanges, limits)
     if bound is None and cost > window.remaining:
@@ -303,6 +347,8 @@ def _take_unit(unit: Unit, window: Window, limits: _Limits) -> bool:
         window.pending = unit
         return False
     window.older.extend(reversed(members))
+    if unit.unanswered is not None:
+        window.unanswered_ids.append(unit.unanswered)
     if unit.orphans:
         window.orphan_ids.extend(m.id for m in unit.orphans)
     window.remaining -= cost

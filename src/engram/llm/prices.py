@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engram.llm.model_names import table_key
+
 
 @dataclass(frozen=True, slots=True)
 class ModelPrice:
@@ -44,16 +46,8 @@ PRICES: dict[str, ModelPrice | None] = {
 
 def price_for(model: str) -> ModelPrice | None:
     """Return the price of ``model`` by exact name, else by its longest listed prefix, else None."""
-    name = model.strip().lower()
-    # Providers such as OpenRouter prefix the vendor: "openai/gpt-4o-mini".
-    name = name.rsplit("/", 1)[-1]
-    if name in PRICES:
-        return PRICES[name]
-    best: str | None = None
-    for key in PRICES:
-        if name.startswith(key + "-") and (best is None or len(key) > len(best)):
-            best = key
-    return PRICES[best] if best is not None else None
+    key = table_key(PRICES, model)
+    return PRICES[key] if key is not None else None
 
 
 def cost_usd(model: str, input_tokens: int, output_tokens: int) -> float | None:

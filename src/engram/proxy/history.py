@@ -1,12 +1,13 @@
-"""What the proxy reads from and writes to a session (synchronous: run in a worker thread).
+"""What the proxy reads from and writes to a session during its rounds (run in a worker thread).
 
-* :func:`store_new` stores the client's new messages once: with an
-  idempotency key, a retry stores nothing again (:mod:`engram.idempotency`).
 * :func:`build_round` builds the budgeted context of one upstream call.
 * :func:`run_engram_calls` runs Engram's own tool calls of an answer and stores
   the call and its results in one transaction.
-* :func:`store_answer` stores the answer (marked ``cut`` when the client went
-  away mid-stream).
+* :func:`store_answer` stores the answer, marked as the upstream's (its
+  completion id and model, so a retry gets the same answer back), and ``cut``
+  when the client went away mid-stream.
+
+What a request's own messages do to the session is :mod:`engram.proxy.plan`.
 """
 
 from __future__ import annotations
@@ -17,14 +18,25 @@ from typing import Any
 
 from engram import tools
 from engram.chat.loop import result_cap
-from engram.intake.parts import content_text
 from engram.models import JSON
+from engram.proxy.align import UPSTREAM_KEY
+from engram.proxy.plan import CUT_KEY
 from engram.proxy.request import ChatRequest
 from engram.session import Session
-from engram.tokens import count_tools, counter_for_model
+from engram.tokens import TokenCounter, count_tools, counter_for_model
 
-#: Metadata key set on an answer the client stopped reading before its end.
-CUT_KEY = "cut"
+__all__ = [
+    "CUT_KEY",
+    "Round",
+    "build_round",
+    "offered_tools",
+    "run_engram_calls",
+    "store_answer",
+    "tools_tokens",
+]
+
+#: Engram's tool schemas as offered upstream (the same every round: built once).
+ENGRAM_TOOLS: tuple[JSON, ...] = tuple(tools.schemas("openai"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,38 +51,56 @@ class Round:
     pending_compaction: bool
 
 
-def store_new(session: Session, request: ChatRequest, idempotency_key: str | None) -> None:
-    """Store the request's new messages, unless a retry with the same key already did."""
-    if request.new:
-        batch = [_clean(message) for message in request.new]
-        session.add_many(batch, idempotency_key=idempotency_key or None)
+def offered_tools(request: ChatRequest, engram_tools: bool) -> list[JSON]:
+    """The tools of one round: the client's, then Engram's when they are offered."""
+    offered = list(request.client_tools)
+    if engram_tools:
+        offered += ENGRAM_TOOLS
+    return offered
+
+
+def tools_tokens(counter: TokenCounter, request: ChatRequest, engram_tools: bool) -> int:
+    """What the tools of one round add to the prompt (Engram's alone are counted once)."""
+    if engram_tools and not request.client_tools:
+        key = (type(counter).__qualname__, counter.name, getattr(counter, "margin", None))
+        size = _ENGRAM_TOOLS_TOKENS.get(key)
+        if size is None:
+            size = _ENGRAM_TOOLS_TOKENS[key] = count_tools(counter, ENGRAM_TOOLS)
+        return size
+    return count_tools(counter, offered_tools(request, engram_tools))
+
+
+#: What Engram's tools add to a prompt, per kind of counter.
+_ENGRAM_TOOLS_TOKENS: dict[tuple[str, str, object], int] = {}
 
 
 def build_round(
-    session: Session, request: ChatRequest, *, engram_tools: bool, budget: int | None
+    session: Session,
+    request: ChatRequest,
+    *,
+    engram_tools: bool,
+    budget: int,
+    single_system: bool = False,
 ) -> Round:
-    """The prompt of one round: the session's context within its policy's budget.
+    """The prompt of one round: the session's context within ``budget`` tokens.
 
     The client's and (when offered) Engram's tool schemas are counted against
     the budget, and the client's reserve is kept free for the answer.
     """
-    offered = list(request.client_tools)
-    if engram_tools:
-        offered += tools.schemas("openai")
-    counter = counter_for_model(request.model)
-    total = budget if budget is not None else session.policy.default_budget
-    tools_tokens = count_tools(counter, offered)
+    offered = offered_tools(request, engram_tools)
+    tools_size = tools_tokens(counter_for_model(request.model), request, engram_tools)
     ctx = session.context(
-        total - tools_tokens,
+        budget - tools_size,
         reserve=request.reserve,
         system=request.system_prompt(engram_tools),
         model=request.model,
+        merge_system=single_system,
     )
     info = session.info()
     return Round(
         messages=list(ctx.messages),
         offered=offered,
-        room=max(0, total - tools_tokens - request.reserve),
+        room=max(0, budget - tools_size - request.reserve),
         prompt_tokens=ctx.tokens,
         stored_tokens=info.token_count if info else 0,
         pending_compaction=ctx.pending_compaction,
@@ -78,11 +108,20 @@ def build_round(
 
 
 def run_engram_calls(
-    session: Session, message: Mapping[str, Any], ours: Sequence[JSON], room: int
+    session: Session,
+    message: Mapping[str, Any],
+    ours: Sequence[JSON],
+    room: int,
+    *,
+    upstream: Mapping[str, Any],
+    key: str | None = None,
 ) -> None:
     """Run Engram's tool calls of an answer; store the answer's call message and their results.
 
     Each result is capped like the chat loop's, at a share of the prompt ``room``.
+    ``upstream`` (the completion's id and model) marks the call message as the
+    upstream's; ``key`` is the idempotency key they are stored with (when the
+    message also calls the client's tools, it is the client's answer).
     """
     names = list(tools.TOOLS)
     cap = result_cap(room, len(ours))
@@ -104,33 +143,33 @@ def run_engram_calls(
         "role": "assistant",
         "content": message.get("content") or None,
         "tool_calls": list(message.get("tool_calls") or []),
+        "metadata": {UPSTREAM_KEY: dict(upstream)},
     }
-    session.add_many([assistant, *results])  # one transaction: a call never lacks its results
+    # One transaction: a call never lacks its results.
+    session.add_many([assistant, *results], idempotency_key=key)
 
 
-def store_answer(session: Session, message: Mapping[str, Any], *, cut: bool = False) -> None:
-    """Store the final answer (text and the client's tool calls); nothing when it is empty."""
+def store_answer(
+    session: Session,
+    message: Mapping[str, Any],
+    *,
+    upstream: Mapping[str, Any],
+    key: str | None = None,
+    cut: bool = False,
+) -> None:
+    """Store the final answer (text and the client's tool calls); nothing when it is empty.
+
+    ``upstream`` (the completion's id and model) marks it as the upstream's answer;
+    ``key`` is the idempotency key it is stored with (a retry finds it by that key).
+    """
     content = message.get("content") or None
     calls = list(message.get("tool_calls") or [])
     if content is None and not calls:
         return
-    stored: JSON = {"role": "assistant", "content": content}
+    metadata: JSON = {UPSTREAM_KEY: dict(upstream)}
+    if cut:
+        metadata[CUT_KEY] = True
+    stored: JSON = {"role": "assistant", "content": content, "metadata": metadata}
     if calls:
         stored["tool_calls"] = calls
-    if cut:
-        stored["metadata"] = {CUT_KEY: True}
-    session.add_many([stored])
-
-
-def _clean(message: Mapping[str, Any]) -> JSON:
-    """A message as Engram stores it: the chat fields, with a list of text parts joined."""
-    out: JSON = {key: value for key, value in message.items() if value is not None}
-    for key in ("refusal", "annotations", "audio"):
-        if out.get(key) in (None, [], ""):
-            out.pop(key, None)
-    content = out.get("content")
-    if isinstance(content, list) and all(
-        isinstance(part, Mapping) and part.get("type") == "text" for part in content
-    ):
-        out["content"] = content_text(content)
-    return out
+    session.add_many([stored], idempotency_key=key)

@@ -1,12 +1,13 @@
-"""The client's chat-completions request, read once: what to store and what to send upstream.
+"""The client's chat-completions request, read once: its messages and what to send upstream.
 
-Only the client's *new* messages come in. System (and developer) messages are
-the instructions of this call, not history: they become the system prompt of
-the built context and are not stored. Every other message is stored as sent
-(validated by :meth:`engram.Session.add_many`). The client's
-``max_completion_tokens`` (or ``max_tokens``) is the reserve of the context.
-The client's tools are offered next to Engram's; a client tool may not take
-the name of one of Engram's.
+System (and developer) messages are the instructions of this call, not
+history: they become the system prompt of the built context and are not
+stored (their text parts joined by the library's rule, with newlines). Every
+other message is the client's view of the conversation: only its new
+messages, or its whole list; :mod:`engram.proxy.plan` aligns it with the
+stored history. The client's ``max_completion_tokens`` (or ``max_tokens``) is
+the reserve of the context. The client's tools are offered next to Engram's; a
+client tool may not take the name of one of Engram's.
 """
 
 from __future__ import annotations
@@ -43,9 +44,10 @@ class ChatRequest:
     Attributes:
         body: The body as sent (never changed).
         model: The model named by the client (passed through unchanged).
-        new: The messages to store, in order.
+        new: The client's other messages (its new ones, or its whole list), in order.
         system: The client's instructions (its system/developer messages), or None.
         reserve: Tokens kept free for the answer.
+        reserve_field: The body field that set ``reserve``, or ``reserve`` for the default.
         client_tools: The client's tool schemas, as sent.
         stream: Whether the client wants server-sent events.
         include_usage: Whether the client asked for a final usage chunk.
@@ -56,6 +58,7 @@ class ChatRequest:
     new: list[JSON]
     system: str | None
     reserve: int
+    reserve_field: str = "reserve"
     client_tools: list[JSON] = field(default_factory=list)
     stream: bool = False
     include_usage: bool = False
@@ -117,27 +120,29 @@ def parse_request(body: object) -> ChatRequest:
         else:
             new.append(dict(message))
     options = body.get("stream_options")
+    reserve, reserve_field = _reserve(body)
     return ChatRequest(
         body=body,
         model=model,
         new=new,
         system="\n\n".join(part for part in system if part) or None,
-        reserve=_reserve(body),
+        reserve=reserve,
+        reserve_field=reserve_field,
         client_tools=_client_tools(body.get("tools")),
         stream=body.get("stream") is True,
         include_usage=isinstance(options, Mapping) and options.get("include_usage") is True,
     )
 
 
-def _reserve(body: Mapping[str, Any]) -> int:
+def _reserve(body: Mapping[str, Any]) -> tuple[int, str]:
     for key in ("max_completion_tokens", "max_tokens"):
         value = body.get(key)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidRequest(f"'{key}' must be a positive integer, got {value!r}", key)
-        return value
-    return DEFAULT_RESERVE
+        return value, key
+    return DEFAULT_RESERVE, "reserve"
 
 
 def _client_tools(value: object) -> list[JSON]:

@@ -1,9 +1,11 @@
-"""The proxy's turn: store the new messages, run Engram's tool rounds, answer the client.
+"""The proxy's turn: align the request, run Engram's tool rounds, answer the client.
 
-One request, up to ``max_rounds`` upstream calls:
+One request, holding its session's turn (:mod:`engram.proxy.serial`), up to
+``max_rounds`` upstream calls:
 
-1. the client's new messages are stored (once, even when retried with the
-   same idempotency key);
+1. the request's messages are aligned with the stored history and only what
+   is new is stored (:mod:`engram.proxy.plan`); a retry of an answered turn
+   gets the stored answer back at once, with no upstream call;
 2. each round builds the session's budgeted context, offers the client's
    tools and Engram's (the last round: the client's only) and calls the
    upstream with the client's own parameters and model;
@@ -11,17 +13,23 @@ One request, up to ``max_rounds`` upstream calls:
    model never picks the scope), and stored with their results; then the
    next round;
 4. an answer, or tool calls for the client's tools, goes back to the client
-   unchanged and is stored; usage is the sum of every round (what was sent).
+   and is stored; usage is the sum of every round (what was sent). When the
+   rounds run out on a call to Engram's tools, that call is dropped and the
+   answer ends with ``finish_reason: "stop"``.
 
 Streaming: every round is streamed from the upstream; while a round carries
 no text it is held back, so Engram's tool rounds never reach the client;
-once text flows, the round is relayed chunk by chunk. A client that goes
-away mid-stream leaves the partial answer stored and marked ``cut``.
+once text flows, the round is relayed chunk by chunk (calls to Engram's tools
+in it are then dropped). A client that goes away mid-stream leaves the
+partial answer stored and marked ``cut``; asking the same turn again then
+replaces it. A client that goes away from a request that is not streamed
+leaves the whole answer stored, and a retry gets it back.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,15 +39,37 @@ import anyio
 from engram import tools
 from engram.aio import offload
 from engram.errors import LLMError
-from engram.models import JSON
-from engram.proxy.history import Round, build_round, run_engram_calls, store_answer, store_new
+from engram.models import JSON, Message
+from engram.proxy.align import UPSTREAM_KEY
+from engram.proxy.budget import Budget, Sizes
+from engram.proxy.history import (
+    Round,
+    build_round,
+    run_engram_calls,
+    store_answer,
+    tools_tokens,
+)
+from engram.proxy.plan import Plan, Retry, plan_turn
 from engram.proxy.request import ChatRequest
 from engram.proxy.settings import ProxySettings
-from engram.proxy.stream import DONE, Gathered, error_event, event, tool_call_chunks
+from engram.proxy.stream import (
+    DONE,
+    Gathered,
+    Relay,
+    completion_chunks,
+    error_event,
+    event,
+)
 from engram.proxy.upstream import Upstream
 from engram.session import Session
+from engram.tokens import count_message, counter_for_model
 
 _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def is_ours(name: str) -> bool:
+    """Whether ``name`` is one of Engram's own tools."""
+    return name in tools.TOOLS
 
 
 @dataclass(slots=True)
@@ -48,11 +78,15 @@ class Report:
 
     scope: str
     session: str
+    budget: int = 0
     rounds: int = 0
     prompt_tokens: int = 0
     stored_tokens: int = 0
     pending_compaction: bool = False
+    replayed: bool = False
+    replaced: int = 0
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_USAGE_KEYS, 0))
+    upstream: dict[str, str] = field(default_factory=dict)
 
     def saw(self, built: Round) -> None:
         """Record the prompt of a round."""
@@ -70,130 +104,226 @@ class Report:
                     self.usage[key] += value
 
     def headers(self) -> dict[str, str]:
-        """The response headers that tell the client what Engram did."""
+        """The response headers: what Engram did, and the upstream's rate-limit headers."""
         return {
+            **self.upstream,
             "X-Engram-Scope": self.scope,
             "X-Engram-Session": self.session,
+            "X-Engram-Budget": str(self.budget),
             "X-Engram-Rounds": str(self.rounds),
             "X-Engram-Prompt-Tokens": str(self.prompt_tokens),
             "X-Engram-Tokens-Left-Out": str(max(0, self.stored_tokens - self.prompt_tokens)),
             "X-Engram-Compaction-Pending": "true" if self.pending_compaction else "false",
+            "X-Engram-Replayed": "true" if self.replayed else "false",
+            "X-Engram-Replaced": str(self.replaced),
         }
 
 
 @dataclass(slots=True)
 class ProxyTurn:
-    """One proxied chat completion on one session."""
+    """One proxied chat completion on one session (its turn already held)."""
 
     session: Session
     request: ChatRequest
     upstream: Upstream
     settings: ProxySettings
-    idempotency_key: str | None = None
-    budget: int | None = None
+    retry: Retry
+    budget: Budget
+    single_system: bool = False
     report: Report = field(init=False)
+    _plan: Plan = field(init=False, default_factory=Plan)
+    _sizes: Sizes | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self.report = Report(self.session.scope, self.session.id)
+        self.report = Report(self.session.scope, self.session.id, budget=self.budget.total)
+
+    def sizes(self) -> Sizes:
+        """What the request sets aside from its budget (the first round's tools)."""
+        if self._sizes is None:
+            request = self.request
+            counter = counter_for_model(request.model)
+            first_offers_ours = self.settings.max_rounds > 1
+            system = request.system_prompt(first_offers_ours)
+            self._sizes = Sizes(
+                budget=self.budget,
+                reserve=request.reserve,
+                reserve_field=request.reserve_field,
+                tools=tools_tokens(counter, request, first_offers_ours),
+                system=count_message(counter, "system", system) if system else 0,
+            )
+        return self._sizes
 
     async def complete(self) -> JSON:
         """Run the turn without streaming; return the client's chat completion."""
+        built = await self._start()
+        if self._plan.replay is not None:
+            return self._replayed(self._plan.replay)
         for number in range(1, self.settings.max_rounds + 1):
             last = number == self.settings.max_rounds
-            built = await self._round(last, first=number == 1)
-            answer = await self.upstream.complete(
+            if number > 1:
+                built = await self._round(last)
+            assert built is not None
+            reply = await self.upstream.complete(
                 self.request.upstream_body(built.messages, built.offered)
             )
+            self.report.upstream = reply.headers
+            answer = reply.body
             self.report.add_usage(answer.get("usage"))
             choices = answer.get("choices") or [{}]
             message = dict(choices[0].get("message") or {})
-            theirs = await self._tool_calls(message, built, last)
+            theirs = await self._tool_calls(message, built, last, answer)
             if theirs is None:
                 continue
             return self._shaped(answer, message, theirs)
         raise AssertionError("the last round always answers")  # pragma: no cover
 
-    async def stream(self) -> AsyncIterator[bytes]:
+    async def stream(self) -> AsyncGenerator[bytes, None]:
         """Run Engram's rounds, then return the events of the answer (to relay as they come).
 
         Everything up to the first text (or the end of a round) happens
         before this returns, so errors still become ordinary error responses.
         """
+        built = await self._start()
+        if self._plan.replay is not None:
+            return _replay(self._replay_chunks(self._plan.replay))
         for number in range(1, self.settings.max_rounds + 1):
             last = number == self.settings.max_rounds
-            built = await self._round(last, first=number == 1)
+            if number > 1:
+                built = await self._round(last)
+            assert built is not None
             body = self.request.upstream_body(built.messages, built.offered)
             stack = AsyncExitStack()
-            chunks = await stack.enter_async_context(self.upstream.stream(body))
+            streamed = await stack.enter_async_context(self.upstream.stream(body))
+            self.report.upstream = streamed.headers
             gathered, held = Gathered(), []
             try:
-                async for chunk in chunks:
+                async for chunk in streamed.chunks:
                     gathered.add(chunk)
                     held.append(chunk)
                     if gathered.text:
-                        return self._relay(stack, chunks, gathered, held)
+                        return self._relay(stack, streamed.chunks, gathered, held)
             except BaseException:
                 await stack.aclose()
                 raise
             await stack.aclose()
             self.report.add_usage(gathered.usage)
             message = gathered.message()
-            theirs = await self._tool_calls(message, built, last)
+            theirs = await self._tool_calls(message, built, last, gathered.template or {})
             if theirs is None:
                 continue
-            if not theirs:  # an empty answer: relayed as it came
-                return _replay([c for c in map(self._relayed_chunk, held) if c is not None])
             usage = self.report.usage if self.request.include_usage else None
-            return _replay(tool_call_chunks(gathered, theirs, usage))
+            chunks = completion_chunks(
+                gathered.template, message, theirs, usage, gathered.finish_reason
+            )
+            return _replay(chunks)
         raise AssertionError("the last round always answers")  # pragma: no cover
 
     # -- steps --------------------------------------------------------------------------
 
-    async def _round(self, last: bool, *, first: bool) -> Round:
-        """Build a round's prompt (the first round also stores the new messages).
+    async def _start(self) -> Round | None:
+        """Align the request and store what is new, then build the first round's prompt.
 
         Both happen in one worker-thread call: one hop fewer on the request's path.
+        No prompt is built for a replay.
         """
+        sizes = self.sizes()
+        counter = counter_for_model(self.request.model)
 
-        def work() -> Round:
-            if first:
-                store_new(self.session, self.request, self.idempotency_key)
-            return build_round(
-                self.session, self.request, engram_tools=not last, budget=self.budget
-            )
+        def work() -> tuple[Plan, Round | None]:
+            plan = plan_turn(self.session, self.request.new, self.retry, sizes, counter, is_ours)
+            if plan.replay is not None:
+                return plan, None
+            return plan, self._build(self.settings.max_rounds == 1)
 
-        built = await offload(work)
+        self._plan, built = await offload(work)
+        self.report.replaced = self._plan.replaced
+        if built is not None:
+            self.report.saw(built)
+        return built
+
+    def _build(self, last: bool) -> Round:
+        return build_round(
+            self.session,
+            self.request,
+            engram_tools=not last,
+            budget=self.budget.total,
+            single_system=self.single_system,
+        )
+
+    async def _round(self, last: bool) -> Round:
+        built = await offload(self._build, last)
         self.report.saw(built)
         return built
 
-    async def _tool_calls(self, message: JSON, built: Round, last: bool) -> list[JSON] | None:
+    async def _tool_calls(
+        self, message: JSON, built: Round, last: bool, completion: JSON
+    ) -> list[JSON] | None:
         """Handle an answer's tool calls; return those that go back to the client.
 
         None means Engram ran them all and another round follows; otherwise the
         answer is stored with the client's calls. On the last round Engram's
         tools were not offered: calls to them are dropped.
         """
-        calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
-        ours = [c for c in calls if _name(c) in tools.TOOLS]
-        theirs = [c for c in calls if _name(c) not in tools.TOOLS]
+        calls = _with_ids([c for c in message.get("tool_calls") or [] if isinstance(c, dict)])
+        ours = [c for c in calls if is_ours(_name(c))]
+        theirs = [c for c in calls if not is_ours(_name(c))]
         if ours and not last:
-            await offload(run_engram_calls, self.session, message, ours, built.room)
+            await offload(
+                run_engram_calls, self.session, {**message, "tool_calls": calls}, ours,
+                built.room, upstream=_upstream_of(completion),
+                key=self.retry.answer_key if theirs else None,
+            )  # fmt: skip
             if not theirs:
                 return None
             return theirs  # the call message is stored with Engram's results
-        await offload(store_answer, self.session, {**message, "tool_calls": theirs})
+        await offload(
+            store_answer, self.session, {**message, "tool_calls": theirs},
+            upstream=_upstream_of(completion), key=self.retry.answer_key,
+        )  # fmt: skip
         return theirs
 
     def _shaped(self, answer: JSON, message: JSON, theirs: list[JSON]) -> JSON:
         out = dict(answer)
         shown = {key: value for key, value in message.items() if key != "tool_calls"}
+        choice = dict(answer["choices"][0])
         if theirs:
             shown["tool_calls"] = theirs
-        choice = dict(answer["choices"][0])
+        elif choice.get("finish_reason") == "tool_calls":  # Engram's calls were dropped
+            choice["finish_reason"] = "stop"
         choice["message"] = shown
         out["choices"] = [choice]
         out["usage"] = dict(self.report.usage)
         return out
+
+    def _replayed(self, stored: Message) -> JSON:
+        """A stored answer as the chat completion it was (no upstream call: no usage)."""
+        self.report.replayed = True
+        message, upstream = _stored_view(stored)
+        return {
+            "id": upstream.get("id") or f"chatcmpl-engram-{stored.id}",
+            "object": "chat.completion",
+            "created": int(stored.created_at.timestamp()),
+            "model": upstream.get("model") or self.request.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                }
+            ],
+            "usage": dict(self.report.usage),
+        }
+
+    def _replay_chunks(self, stored: Message) -> list[JSON]:
+        self.report.replayed = True
+        message, upstream = _stored_view(stored)
+        template = {
+            "id": upstream.get("id") or f"chatcmpl-engram-{stored.id}",
+            "created": int(stored.created_at.timestamp()),
+            "model": upstream.get("model") or self.request.model,
+        }
+        usage = self.report.usage if self.request.include_usage else None
+        return completion_chunks(template, message, message.get("tool_calls") or [], usage)
 
     async def _relay(
         self,
@@ -201,17 +331,18 @@ class ProxyTurn:
         chunks: AsyncIterator[JSON],
         gathered: Gathered,
         held: list[JSON],
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         finished = False
         broken: LLMError | None = None
+        relay = Relay(is_ours)
         try:
             for chunk in held:
-                out = self._relayed(chunk)
+                out = self._relayed(relay, chunk)
                 if out is not None:
                     yield out
             async for chunk in chunks:
                 gathered.add(chunk)
-                out = self._relayed(chunk)
+                out = self._relayed(relay, chunk)
                 if out is not None:
                     yield out
             finished = True
@@ -220,32 +351,68 @@ class ProxyTurn:
         finally:
             with anyio.CancelScope(shield=True):
                 await stack.aclose()
-                await offload(store_answer, self.session, gathered.message(), cut=not finished)
+                message = gathered.message()
+                theirs = [c for c in message.get("tool_calls") or [] if not is_ours(_name(c))]
+                await offload(
+                    store_answer, self.session, {**message, "tool_calls": theirs},
+                    upstream=_upstream_of(gathered.template or {}), key=self.retry.answer_key,
+                    cut=not finished,
+                )  # fmt: skip
         yield DONE if broken is None else error_event(broken)
 
-    def _relayed(self, chunk: JSON) -> bytes | None:
-        """A chunk for the client, counting its usage (see :meth:`_relayed_chunk`)."""
+    def _relayed(self, relay: Relay, chunk: JSON) -> bytes | None:
+        """A chunk for the client: Engram's calls dropped, usage as the turn's totals."""
         if isinstance(chunk.get("usage"), dict):
             self.report.add_usage(chunk["usage"])
-        shown = self._relayed_chunk(chunk)
-        return event(shown) if shown is not None else None
+        shown = relay.chunk(chunk)
+        if shown is None:
+            return None
+        if isinstance(shown.get("usage"), dict):
+            if not self.request.include_usage:
+                if not shown.get("choices"):
+                    return None
+                shown = {**shown, "usage": None}
+            else:
+                shown = {**shown, "usage": dict(self.report.usage)}
+        return event(shown)
 
-    def _relayed_chunk(self, chunk: JSON) -> JSON | None:
-        """Usage becomes the turn's totals, or goes when the client did not ask for it."""
-        if not isinstance(chunk.get("usage"), dict):
-            return chunk
-        if not self.request.include_usage:
-            return {**chunk, "usage": None} if chunk.get("choices") else None
-        return {**chunk, "usage": dict(self.report.usage)}
 
-
-async def _replay(chunks: list[JSON]) -> AsyncIterator[bytes]:
+async def _replay(chunks: list[JSON]) -> AsyncGenerator[bytes, None]:
     """Events of chunks already gathered, then the end of the stream."""
     for chunk in chunks:
         yield event(chunk)
     yield DONE
 
 
-def _name(call: JSON) -> Any:
+def _name(call: JSON) -> str:
     function = call.get("function")
-    return function.get("name") if isinstance(function, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    return name if isinstance(name, str) else ""
+
+
+def _with_ids(calls: list[JSON]) -> list[JSON]:
+    """The calls, each with an id of its own (some local servers send none, or repeats)."""
+    seen: set[str] = set()
+    out = []
+    for call in calls:
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id.strip() or call_id in seen:
+            call = {**call, "id": f"call_{uuid.uuid4().hex[:24]}"}
+        seen.add(call["id"])
+        out.append(call)
+    return out
+
+
+def _upstream_of(completion: JSON) -> dict[str, Any]:
+    """What is kept of the upstream's completion with its answer: its id and model."""
+    return {key: completion[key] for key in ("id", "model") if isinstance(completion.get(key), str)}
+
+
+def _stored_view(stored: Message) -> tuple[JSON, dict[str, Any]]:
+    """The client's view of a stored answer (its calls to the client's tools), and its origin."""
+    message: JSON = {"role": "assistant", "content": stored.content or None}
+    calls = [c for c in stored.tool_calls or () if not is_ours(_name(c))]
+    if calls:
+        message["tool_calls"] = calls
+    upstream = stored.metadata.get(UPSTREAM_KEY)
+    return message, upstream if isinstance(upstream, dict) else {}

@@ -1,4 +1,4 @@
-"""Where the proxy sends completions, and how long and how many rounds it may take."""
+"""Where the proxy sends completions, and its limits: time, rounds, budget, retries, system."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from engram.chat.loop import DEFAULT_MAX_ROUNDS, MAX_ROUNDS
+from engram.config import (
+    DEFAULT_PROXY_MAX_ROUNDS,
+    DEFAULT_PROXY_RETRY_WINDOW,
+    MAX_PROXY_ROUNDS,
+    Config,
+)
 from engram.errors import ConfigError
 from engram.llm.client import DEFAULT_TIMEOUT, ENV_API_KEY, ENV_BASE_URL, ENV_TIMEOUT
-
-#: Variable naming the most model calls one proxied request may make.
-ENV_MAX_ROUNDS = "ENGRAM_PROXY_MAX_ROUNDS"
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,33 +27,53 @@ class ProxySettings:
         timeout: Seconds one upstream call may take; past it the client gets 504.
         max_rounds: Most upstream calls per request: Engram's own tool rounds
             plus the answer; the last round offers Engram's tools no more.
+        budget: Tokens of prompt, tool schemas and answer per request; None:
+            the model's context window (a request's ``X-Engram-Budget`` wins).
+        retry_window: Seconds after an answer during which a request that
+            repeats its turn gets that answer back instead of a new one (0: never;
+            a request with the turn's Idempotency-Key always does).
+        single_system: Send the system prompt, memories and summary as one
+            system message (a request's ``X-Engram-Single-System`` asks too).
     """
 
     base_url: str
     api_key: str | None = None
     timeout: float = DEFAULT_TIMEOUT
-    max_rounds: int = DEFAULT_MAX_ROUNDS
+    max_rounds: int = DEFAULT_PROXY_MAX_ROUNDS
+    budget: int | None = None
+    retry_window: float = DEFAULT_PROXY_RETRY_WINDOW
+    single_system: bool = False
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
             raise ConfigError(
                 f"upstream URL must start with http:// or https://: {self.base_url!r}"
             )
-        if not 1 <= self.max_rounds <= MAX_ROUNDS:
+        if not 1 <= self.max_rounds <= MAX_PROXY_ROUNDS:
             raise ConfigError(
-                f"max_rounds must be between 1 and {MAX_ROUNDS}, got {self.max_rounds}"
+                f"max_rounds must be between 1 and {MAX_PROXY_ROUNDS}, got {self.max_rounds}"
             )
         if self.timeout <= 0:
             raise ConfigError(f"upstream timeout must be positive, got {self.timeout}")
+        if self.budget is not None and (isinstance(self.budget, bool) or self.budget < 1):
+            raise ConfigError(f"the proxy budget must be a positive integer, got {self.budget}")
+        if not self.retry_window >= 0:
+            raise ConfigError(f"retry_window must be 0 or more seconds, got {self.retry_window}")
 
     @classmethod
     def from_env(
-        cls, environ: Mapping[str, str] | None = None, *, base_url: str | None = None
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        base_url: str | None = None,
+        budget: int | None = None,
+        single_system: bool = False,
     ) -> ProxySettings | None:
         """Settings from the environment; None when no upstream is named.
 
-        Reads ``ENGRAM_LLM_BASE_URL`` / ``_API_KEY`` / ``_TIMEOUT`` and
-        ``ENGRAM_PROXY_MAX_ROUNDS``; ``base_url`` wins over the variable.
+        Reads ``ENGRAM_LLM_BASE_URL`` / ``_API_KEY`` / ``_TIMEOUT`` and the
+        ``ENGRAM_PROXY_*`` settings of :class:`~engram.config.Config`; the
+        arguments (``engram serve`` options) win over the variables.
 
         Raises:
             ConfigError: a variable is not usable.
@@ -60,9 +82,17 @@ class ProxySettings:
         url = base_url or env.get(ENV_BASE_URL)
         if not url:
             return None
+        config = Config.from_env(env)
         try:
             timeout = float(env.get(ENV_TIMEOUT) or DEFAULT_TIMEOUT)
-            rounds = int(env.get(ENV_MAX_ROUNDS) or DEFAULT_MAX_ROUNDS)
         except ValueError as exc:
-            raise ConfigError(f"{ENV_TIMEOUT} or {ENV_MAX_ROUNDS} is not a number: {exc}") from None
-        return cls(url.rstrip("/"), env.get(ENV_API_KEY) or None, timeout, rounds)
+            raise ConfigError(f"{ENV_TIMEOUT} is not a number: {exc}") from None
+        return cls(
+            url.rstrip("/"),
+            env.get(ENV_API_KEY) or None,
+            timeout,
+            config.proxy_max_rounds,
+            budget if budget is not None else config.proxy_budget,
+            config.proxy_retry_window,
+            single_system or config.proxy_single_system,
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,15 +77,81 @@ def error_event(exc: LLMError) -> bytes:
     return event({"error": {"type": kind, "message": str(exc), "field": None}})
 
 
-def tool_call_chunks(gathered: Gathered, calls: list[JSON], usage: JSON | None) -> list[JSON]:
-    """The chunks of an answer that hands tool calls back to the client."""
-    base = {**(gathered.template or {}), "object": "chat.completion.chunk"}
-    delta: JSON = {"role": "assistant", "content": gathered.text or None}
-    delta["tool_calls"] = [{"index": index, **call} for index, call in enumerate(calls)]
+def completion_chunks(
+    template: JSON | None,
+    message: JSON,
+    calls: list[JSON],
+    usage: JSON | None,
+    finish_reason: str | None = None,
+) -> list[JSON]:
+    """The chunks of a whole answer: its text and the client's tool ``calls``, then its end.
+
+    ``finish_reason`` defaults to ``tool_calls`` with calls, else ``stop``; a
+    ``tool_calls`` reason with no call left becomes ``stop``.
+    """
+    base = {**(template or {}), "object": "chat.completion.chunk"}
+    delta: JSON = {"role": "assistant", "content": message.get("content") or None}
+    if calls:
+        delta["tool_calls"] = [{"index": index, **call} for index, call in enumerate(calls)]
+    reason = finish_reason or ("tool_calls" if calls else "stop")
+    if reason == "tool_calls" and not calls:
+        reason = "stop"
     out = [
         {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]},
     ]
     if usage is not None:
         out.append({**base, "choices": [], "usage": usage})
     return out
+
+
+class Relay:
+    """Chunks of a streamed answer as the client gets them: without calls to Engram's tools.
+
+    The client's calls keep their order, renumbered from 0; a ``tool_calls``
+    finish with none of the client's calls left becomes ``stop``.
+    """
+
+    def __init__(self, ours: Callable[[str], bool]) -> None:
+        self._ours = ours
+        self._names: dict[int, str] = {}  # upstream index -> tool name
+        self._index: dict[int, int] = {}  # upstream index -> the client's index
+
+    def chunk(self, chunk: JSON) -> JSON | None:
+        """The chunk to send (None: nothing is left of it)."""
+        choices = chunk.get("choices")
+        if not isinstance(choices, list) or not choices:
+            return chunk
+        shown = [self._choice(choice) for choice in choices if isinstance(choice, dict)]
+        if all(c is None for c in shown) and not isinstance(chunk.get("usage"), dict):
+            return None
+        return {**chunk, "choices": [c for c in shown if c is not None]}
+
+    def _choice(self, choice: JSON) -> JSON | None:
+        delta = choice.get("delta")
+        if isinstance(delta, dict) and "tool_calls" in delta:
+            kept = self._calls(delta.get("tool_calls"))
+            delta = {k: v for k, v in delta.items() if k != "tool_calls"}
+            if kept:
+                delta["tool_calls"] = kept
+            choice = {**choice, "delta": delta}
+            if not delta and choice.get("finish_reason") is None:
+                return None
+        if choice.get("finish_reason") == "tool_calls" and not self._index:
+            choice = {**choice, "finish_reason": "stop"}
+        return choice
+
+    def _calls(self, pieces: object) -> list[JSON]:
+        kept: list[JSON] = []
+        for piece in pieces if isinstance(pieces, list) else []:
+            if not isinstance(piece, dict):
+                continue
+            index = piece.get("index", len(self._names))
+            function = piece.get("function")
+            name = function.get("name") if isinstance(function, dict) else None
+            if isinstance(name, str) and name:
+                self._names[index] = self._names.get(index, "") + name
+            if self._ours(self._names.get(index, "")):
+                continue
+            kept.append({**piece, "index": self._index.setdefault(index, len(self._index))})
+        return kept

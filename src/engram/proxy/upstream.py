@@ -1,7 +1,9 @@
 """The upstream model endpoint, spoken to with httpx: answers, streams and errors as they are.
 
 An upstream error is not Engram's to interpret: :class:`UpstreamFailed` keeps
-its status and body so the client gets them unchanged. A call that takes
+its status and body so the client gets them unchanged. The upstream's
+``Retry-After`` and ``x-ratelimit-*`` headers go back to the client too
+(:func:`passed_headers`), with an error or an answer. A call that takes
 longer than the configured timeout in total (from the request to the last
 byte, however slowly the upstream trickles) is :class:`~engram.errors.LLMTimeout`
 (504); an upstream that cannot be reached is :class:`~engram.errors.LLMError`
@@ -11,8 +13,9 @@ byte, however slowly the upstream trickles) is :class:`~engram.errors.LLMTimeout
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -21,15 +24,46 @@ from engram.llm.deadline import async_deadline, step, steps
 from engram.models import JSON
 from engram.proxy.settings import ProxySettings
 
+#: Upstream response headers passed back to the client (and any ``x-ratelimit-*``).
+PASSED_HEADERS = frozenset({"retry-after", "retry-after-ms"})
+
+
+def passed_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The upstream headers the client gets too: retry advice and rate limits."""
+    return {
+        key: value
+        for key, value in headers.items()
+        if key.lower() in PASSED_HEADERS or key.lower().startswith("x-ratelimit-")
+    }
+
 
 class UpstreamFailed(LLMError):
     """The upstream answered with an error status; its body goes back to the client as is."""
 
-    def __init__(self, status: int, body: bytes, content_type: str) -> None:
+    def __init__(
+        self, status: int, body: bytes, content_type: str, headers: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__(f"the upstream model answered {status}")
         self.status = status
         self.body = body
         self.content_type = content_type
+        self.headers = dict(headers or {})
+
+
+@dataclass(slots=True)
+class Reply:
+    """One upstream answer: the decoded completion and the headers passed back."""
+
+    body: JSON
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Stream:
+    """A streamed upstream answer: its chunks, and the headers passed back."""
+
+    chunks: AsyncIterator[JSON]
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class Upstream:
@@ -57,7 +91,7 @@ class Upstream:
         if self._pool is not None:
             await self._pool.aclose()
 
-    async def complete(self, body: JSON) -> JSON:
+    async def complete(self, body: JSON) -> Reply:
         """One chat completion, decoded.
 
         Raises:
@@ -74,11 +108,11 @@ class Upstream:
             raise LLMBadResponse("the upstream model answered something that is not JSON") from None
         if not isinstance(decoded, dict) or not isinstance(decoded.get("choices"), list):
             raise LLMBadResponse("the upstream model's answer is not a chat completion")
-        return decoded
+        return Reply(decoded, passed_headers(response.headers))
 
     @asynccontextmanager
-    async def stream(self, body: JSON) -> AsyncIterator[AsyncIterator[JSON]]:
-        """A streamed chat completion: yields an iterator of the decoded chunks.
+    async def stream(self, body: JSON) -> AsyncIterator[Stream]:
+        """A streamed chat completion: yields the decoded chunks and the passed headers.
 
         Raises:
             UpstreamFailed, LLMTimeout, LLMError: as :meth:`complete`, before the first chunk.
@@ -89,7 +123,10 @@ class Upstream:
             response = await step(deadline, self._client.send(request, stream=True))
         try:
             await _check(response)
-            yield _events(response, self.settings.timeout, deadline)
+            yield Stream(
+                _events(response, self.settings.timeout, deadline),
+                passed_headers(response.headers),
+            )
         finally:
             await response.aclose()
 
@@ -123,7 +160,9 @@ async def _events(response: httpx.Response, seconds: float, deadline: float) -> 
 async def _check(response: httpx.Response) -> None:
     if response.status_code >= 400:
         body = await response.aread()
-        raise UpstreamFailed(response.status_code, body, _content_type(response))
+        raise UpstreamFailed(
+            response.status_code, body, _content_type(response), passed_headers(response.headers)
+        )
 
 
 def _content_type(response: httpx.Response) -> str:

@@ -41,6 +41,7 @@ from engram.errors import (
     SessionNotFound,
     StoreError,
 )
+from engram.proxy.budget import PromptTooLarge
 from engram.server.schemas import APPEND_FORMS
 
 logger = logging.getLogger("engram.server")
@@ -67,6 +68,7 @@ ERROR_STATUS: tuple[tuple[type[EngramError], int, str], ...] = (
     (NotAuthenticated, 401, "unauthenticated"),
     (Forbidden, 403, "forbidden"),
     (PayloadTooLarge, 413, "payload_too_large"),
+    (PromptTooLarge, 413, "prompt_too_large"),
     (NotReady, 503, "not_ready"),
     (DateParseError, 422, "invalid_date"),
     (InvalidMessage, 422, "invalid_message"),

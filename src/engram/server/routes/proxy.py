@@ -3,17 +3,21 @@
 An OpenAI SDK pointed at ``http://host:8000/v1`` with an Engram key as its API
 key gets Engram's memory (see :mod:`engram.proxy`). This module translates
 and authorizes: it finds the session, checks the key may write its scope,
-and hands the request to :class:`~engram.proxy.ProxyTurn`. Upstream errors
-go back with the upstream's status and body (:func:`install`).
+reads the request's budget, waits for the session's turn, and hands the
+request to :class:`~engram.proxy.ProxyTurn`. Upstream errors go back with the
+upstream's status, body and rate-limit headers (:func:`install`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncGenerator
 from typing import Any
 
+import anyio
 from fastapi import FastAPI, Header, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from engram.idempotency import MAX_KEY_BYTES
 from engram.proxy import (
@@ -25,6 +29,9 @@ from engram.proxy import (
     find_target,
     parse_request,
 )
+from engram.proxy.budget import BUDGET_HEADER, resolve
+from engram.proxy.plan import Retry
+from engram.proxy.serial import Held, SessionTurns
 from engram.server.auth import Caller
 from engram.server.deps import READ, CallerDep, EngramDep, v1_router
 from engram.server.errors import NotReady
@@ -33,6 +40,10 @@ router = v1_router("proxy")
 
 #: The scope of a request that names none, for a key that reaches several (or all).
 DEFAULT_SCOPE = "default"
+#: Request header asking for one system message (``true``/``false``; default: the server's).
+SINGLE_SYSTEM_HEADER = "X-Engram-Single-System"
+#: Header the official SDKs send with each attempt: 0 on the first, 1 on the first retry...
+RETRY_COUNT_HEADER = "x-stainless-retry-count"
 
 
 class NoUpstream(NotReady):
@@ -43,6 +54,7 @@ def install(app: FastAPI, settings: ProxySettings) -> None:
     """Give ``app`` its upstream and its error handler (the router is included by create_app)."""
     upstream = Upstream(settings)
     app.state.proxy = upstream
+    app.state.proxy_turns = SessionTurns()
     app.add_exception_handler(UpstreamFailed, _upstream_failed)
     app.router.add_event_handler("shutdown", upstream.aclose)
 
@@ -63,27 +75,45 @@ async def chat_completions(
     engram: EngramDep,
     caller: CallerDep,
     idempotency_key: str | None = Header(None, alias="Idempotency-Key", max_length=MAX_KEY_BYTES),
+    budget_header: str | None = Header(None, alias=BUDGET_HEADER, max_length=32),
+    single_system: str | None = Header(None, alias=SINGLE_SYSTEM_HEADER, max_length=8),
 ) -> Response:
-    """Store the new messages, answer with the session's context, store the answer."""
+    """Align the messages with the session, answer with its context, store the answer."""
     upstream = _upstream(request)
+    settings = upstream.settings
     body = await _json(request)
     target = find_target(request.headers, body)
     scope = target.scope or own_scope(caller)
     caller.require(scope, "write")
     chat = parse_request(body)
+    retry = Retry(
+        key=idempotency_key or None,
+        window=settings.retry_window,
+        first_attempt=request.headers.get(RETRY_COUNT_HEADER) == "0",
+    )
     turn = ProxyTurn(
         engram.session(target.session, scope),
         chat,
         upstream,
-        upstream.settings,
-        idempotency_key=idempotency_key,
+        settings,
+        retry,
+        resolve(budget_header, settings.budget, chat.model),
+        single_system=_flag(single_system, settings.single_system),
     )
-    if chat.stream:
-        events = await turn.stream()
-        return StreamingResponse(
-            events, media_type="text/event-stream", headers=turn.report.headers()
-        )
-    return JSONResponse(await turn.complete(), headers=turn.report.headers())
+    turn.sizes().check_room()  # before waiting for the session: nothing to wait for
+    turns: SessionTurns = request.app.state.proxy_turns
+    wait = settings.timeout * settings.max_rounds + WAIT_MARGIN
+    held = await turns.hold(engram.store, scope, target.session, wait=wait)
+    streaming = False
+    try:
+        if chat.stream:
+            events = await turn.stream()
+            streaming = True  # from here the stream releases the session when it ends
+            return TurnStream(events, held, headers=turn.report.headers())
+        return JSONResponse(await turn.complete(), headers=turn.report.headers())
+    finally:
+        if not streaming:
+            await held.release()
 
 
 @router.get("/models", summary="The upstream's models", response_model=None, openapi_extra=READ)
@@ -91,6 +121,48 @@ async def models(request: Request) -> Response:
     """The upstream's model list, as it answers it."""
     status, body, content_type = await _upstream(request).models()
     return Response(body, status_code=status, media_type=content_type)
+
+
+#: Seconds a request waits for its session beyond the longest a turn may take.
+WAIT_MARGIN = 30.0
+
+
+class TurnStream(StreamingResponse):
+    """A streamed answer that gives its session to the next request once it is stored.
+
+    However the response ends (finished, client gone before or during the
+    stream), the events are closed first (a cut answer is stored then), and
+    the session's turn released after.
+    """
+
+    def __init__(
+        self, events: AsyncGenerator[bytes, None], held: Held, headers: dict[str, str]
+    ) -> None:
+        super().__init__(events, media_type="text/event-stream", headers=headers)
+        self._events = events
+        self._held = held
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Stream the events, then close them and release the session, whatever happened."""
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._events.aclose()
+                finally:
+                    await self._held.release()
+
+
+def _flag(value: str | None, default: bool) -> bool:
+    if value is None:
+        return default
+    lowered = value.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise InvalidRequest(f"{SINGLE_SYSTEM_HEADER} must be true or false", SINGLE_SYSTEM_HEADER)
 
 
 def _upstream(request: Request) -> Upstream:
@@ -121,4 +193,6 @@ def own_scope(caller: Caller) -> str:
 
 async def _upstream_failed(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, UpstreamFailed)
-    return Response(exc.body, status_code=exc.status, media_type=exc.content_type)
+    return Response(
+        exc.body, status_code=exc.status, media_type=exc.content_type, headers=exc.headers
+    )
