@@ -16,7 +16,9 @@ from dataclasses import replace
 from typing import Any
 
 from benchmarks.retrieval.corpus import Question, build
-from benchmarks.retrieval.run import UTC_ZONE, load, score, stats, summarize
+from benchmarks.retrieval.loading import load
+from benchmarks.retrieval.metrics import repeat, score, summarize
+from benchmarks.retrieval.steps import UTC_ZONE
 from engram import searching
 
 
@@ -31,27 +33,25 @@ def timed_untiered(
         store.search(scope, replace(plan, tiered=False), session=session, limit=10)
         return (time.perf_counter() - began) * 1000
 
-    for q in questions[:20]:
-        once(q)
-    samples = [once(q) for q in questions]
-    return stats(samples)
+    return repeat(once, questions)
 
 
 def quality_at_scale(store: Any) -> dict[str, dict[str, float]]:
     """Recall@k and MRR of the default search, tiered and not, beside 200K other messages."""
-    loaded = [(conv, *load(store, conv)) for conv in build()]
+    loaded = [load(store, conv, ask=True) for conv in build()]
     out = {}
     for name, tiered in (("default (tiered)", True), ("every word scored", False)):
         rows = []
-        for conv, keys, qids in loaded:
-            for question, qid in zip(conv.questions, qids, strict=True):
+        for item in loaded:
+            for number, question in enumerate(item.conv.questions):
+                qid = item.question_ids[number]
                 plan = searching.plan(
-                    store, conv.scope, None, question.text, now=question.asked_at,
-                    tz=UTC_ZONE, exclude={qid},
+                    store, item.conv.scope, None, question.text, now=question.asked_at,
+                    tz=UTC_ZONE, exclude=set() if qid is None else {qid},
                 )  # fmt: skip
-                hits = store.search(conv.scope, replace(plan, tiered=tiered), limit=20)
-                evidence = {keys[k] for k in question.evidence}
-                rows.append((question.kind, score([h.message.id for h in hits], evidence)))
+                hits = store.search(item.conv.scope, replace(plan, tiered=tiered), limit=20)
+                ranked = [h.message.id for h in hits]
+                rows.append((question.kind, score(ranked, item.evidence(number), item.session_of)))
         out[name] = summarize(rows)["all"]
     return out
 
