@@ -20,6 +20,7 @@ from typing import Any
 from benchmarks.retrieval import scale
 from benchmarks.retrieval.corpus import Question, build
 from benchmarks.retrieval.metrics import repeat
+from benchmarks.retrieval.quality import postgres_store_url
 from benchmarks.retrieval.steps import UTC_ZONE
 from engram import searching
 from engram.models import NewMessage
@@ -94,9 +95,7 @@ def latency(
         db = workdir / "latency.db"
         url = f"sqlite:///{db}"
     else:
-        from benchmarks.engram_bench import postgres_url
-
-        url = postgres_url(workdir, "retrieval_latency", create=True)
+        url = postgres_store_url(workdir, "retrieval_latency")
     store = open_store(url)
     began = time.perf_counter()
     fill(store, "one", 1, turns)

@@ -15,12 +15,13 @@ ASKING = "asking"
 
 @dataclass
 class Loaded:
-    """A stored conversation: evidence key -> id, each question's id, each id's session."""
+    """A stored conversation: evidence key -> id, each question's id, each id's session and text."""
 
     conv: Conversation
     keys: dict[str, int] = field(default_factory=dict)
     question_ids: list[int | None] = field(default_factory=list)
     session_of: dict[int, str] = field(default_factory=dict)
+    texts: dict[int, str] = field(default_factory=dict)
 
     def evidence(self, number: int) -> set[int]:
         """The ids of the evidence turns of question ``number``."""
@@ -53,6 +54,7 @@ def load(store: Any, conv: Conversation, *, ask: bool) -> Loaded:
         stored = store.append(conv.scope, session, batch, [10] * len(batch))
         for turn, message in zip(turns, stored, strict=True):
             out.session_of[message.id] = session
+            out.texts[message.id] = message.content
             if turn.key:
                 out.keys[turn.key] = message.id
     for number, question in enumerate(conv.questions):
@@ -70,6 +72,7 @@ def load(store: Any, conv: Conversation, *, ask: bool) -> Loaded:
         ]
         stored = store.append(conv.scope, ASKING, batch, [10, 10, 10])
         out.session_of.update((m.id, ASKING) for m in stored)
+        out.texts.update((m.id, m.content) for m in stored)
         out.question_ids.append(stored[0].id)
     return out
 

@@ -14,14 +14,19 @@ from pathlib import Path
 from engram.search.query import fts5_match, terms
 
 
-def plain_fts5(db: Path, scope_ids: dict[str, list[int]]) -> Callable[[str, str, int], list[int]]:
-    """A search function ``(scope, question, limit) -> ids`` over a new table in ``db``."""
+def plain_fts5(
+    db: Path, texts: dict[int, str], scope_ids: dict[str, list[int]]
+) -> Callable[[str, str, int], list[int]]:
+    """A search function ``(scope, question, limit) -> ids`` over ``texts`` (id -> text).
+
+    The table is made in the SQLite file ``db`` (any backend's ids work).
+    """
     conn = sqlite3.connect(db, check_same_thread=False)
     conn.execute(
         "CREATE VIRTUAL TABLE IF NOT EXISTS plain USING fts5(content, tokenize='porter unicode61')"
     )
     conn.execute("DELETE FROM plain")
-    conn.execute("INSERT INTO plain(rowid, content) SELECT id, content FROM messages")
+    conn.executemany("INSERT INTO plain(rowid, content) VALUES (?, ?)", sorted(texts.items()))
     conn.commit()
 
     def search(scope: str, text: str, limit: int) -> list[int]:

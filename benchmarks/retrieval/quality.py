@@ -63,12 +63,16 @@ def _measure(
     *,
     ask: bool,
     embeddings: bool,
+    backend: str,
     log: Callable[[str], None],
 ) -> dict[str, Any]:
-    db = workdir / f"{name}.db"
-    store = open_store(f"sqlite:///{db}")
+    store = open_store(store_url(backend, workdir, name))
     loaded = [load(store, conv, ask=ask) for conv in conversations]
-    floor = plain_fts5(db, {i.conv.scope: sorted(i.session_of) for i in loaded})
+    if backend == "postgres":
+        store._read(lambda conn: conn.execute("ANALYZE messages"))  # as autovacuum would
+    texts = {mid: text for item in loaded for mid, text in item.texts.items()}
+    scope_ids = {i.conv.scope: sorted(i.session_of) for i in loaded}
+    floor = plain_fts5(workdir / f"{name}-floor.db", texts, scope_ids)
     runs: list[tuple[str, Run]] = [
         (FLOOR, lambda i, n: floor(i.conv.scope, i.conv.questions[n].text, LIMIT))
     ]
@@ -77,6 +81,7 @@ def _measure(
         "conversations": len(conversations),
         "messages": sum(len(i.session_of) for i in loaded),
         "questions": sum(len(c.questions) for c in conversations),
+        "backend": backend,
     }
     if embeddings:
         out["embedding"] = embed_all(store, loaded)
@@ -96,14 +101,49 @@ def _measure(
     return out
 
 
+def postgres_store_url(workdir: Path, schema: str) -> str:
+    """A new schema on the benchmark's PostgreSQL, with ``public`` (and pgvector) after it.
+
+    pgvector lives in ``public`` so that every schema of the run sees its type (an
+    extension is installed once per database, in one schema).
+    """
+    from urllib.parse import quote
+
+    import psycopg
+
+    from benchmarks.engram_bench import postgres_admin_url, postgres_url
+
+    with psycopg.connect(postgres_admin_url(workdir), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+    url = postgres_url(workdir, schema, create=True)
+    return url.replace(quote(f"-csearch_path={schema}"), quote(f"-csearch_path={schema},public"))
+
+
+def store_url(backend: str, workdir: Path, name: str) -> str:
+    """A new, empty store on ``backend`` (sqlite, postgres, memory or jsondir)."""
+    if backend == "sqlite":
+        return f"sqlite:///{workdir / name}.db"
+    if backend == "postgres":
+        return postgres_store_url(workdir, f"retrieval_{name}")
+    if backend == "jsondir":
+        return f"jsondir:///{workdir / name}"
+    return f"memory://retrieval-{name}"
+
+
 def first_corpus(
-    workdir: Path, facts_per_session: int, *, embeddings: bool, log: Callable[[str], None]
+    workdir: Path,
+    facts_per_session: int,
+    *,
+    embeddings: bool,
+    backend: str = "sqlite",
+    log: Callable[[str], None],
 ) -> dict[str, Any]:
     """The floor, each step and (with embeddings) the dense runs on the first corpus."""
     conversations = corpus.build(facts_per_session=facts_per_session)
     return _measure(
-        workdir, "chats", conversations, STEPS, ask=True, embeddings=embeddings, log=log
-    )
+        workdir, "chats", conversations, STEPS, ask=True, embeddings=embeddings,
+        backend=backend, log=log,
+    )  # fmt: skip
 
 
 def second_corpus(
@@ -112,13 +152,14 @@ def second_corpus(
     histories: int,
     sessions: int,
     embeddings: bool,
+    backend: str = "sqlite",
     log: Callable[[str], None],
 ) -> dict[str, Any]:
     """The floor, the default search and (with embeddings) the dense runs on the second corpus."""
     conversations = assistant.build(histories=histories, sessions=sessions)
     found = _measure(
         workdir, "assistant", conversations, [(DEFAULT, default)], ask=False,
-        embeddings=embeddings, log=log,
+        embeddings=embeddings, backend=backend, log=log,
     )  # fmt: skip
     found["sessions_per_history"] = sessions
     return found

@@ -51,17 +51,23 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     corpora: dict[str, Any] = {}
     if args.corpus in ("both", "chats"):
         corpora["chats"] = quality.first_corpus(
-            workdir, 2 if args.quick else 5, embeddings=embeddings, log=log
-        )
+            workdir, 2 if args.quick else 5, embeddings=embeddings,
+            backend=args.quality_backend, log=log,
+        )  # fmt: skip
     if args.corpus in ("both", "assistant"):
         corpora["assistant"] = quality.second_corpus(
             workdir,
             histories=3 if args.quick else args.histories,
             sessions=20 if args.quick else args.sessions,
             embeddings=embeddings,
+            backend=args.quality_backend,
             log=log,
         )
     report: dict[str, Any] = {"corpora": corpora}
+    if args.quality_backend == "postgres" and (args.quick or args.no_latency):
+        from benchmarks.engram_bench import stop_postgres
+
+        stop_postgres()
     if not args.quick and not args.no_latency:
         questions = [q for c in build() for q in c.questions][:LATENCY_QUERIES]
         report["latency"] = {}
@@ -84,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-embeddings", action="store_true", help="keyword runs only")
     parser.add_argument("--no-latency", action="store_true", help="quality only")
     parser.add_argument("--corpus", choices=("both", "chats", "assistant"), default="both")
+    parser.add_argument(
+        "--quality-backend",
+        choices=("sqlite", "postgres", "memory", "jsondir"),
+        default="sqlite",
+        help="store the corpora in (the floor is always plain SQLite FTS5)",
+    )
     parser.add_argument("--histories", type=int, default=HISTORIES, help="second corpus")
     parser.add_argument(
         "--sessions", type=int, default=SESSIONS, help="sessions per history (second corpus)"

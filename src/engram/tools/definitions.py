@@ -5,7 +5,7 @@ Each tool is a typed function: the first parameter is the bound session
 scope), the docstring is what the model reads. Compared with a plain chat-bot history lookup:
 
 * search is ranked full-text search (stems, BM25 over the message, its
-  previous turns and its date as words) instead of an unescaped ``LIKE``; the
+  turn it follows and its date as words) instead of an unescaped ``LIKE``; the
   query is plain text, so ``*``, ``NEAR``, ``%`` or ``_`` are just characters
   and double quotes mark a phrase; what the model already sees, the question
   it is answering and Engram's own earlier tool results are never returned;
