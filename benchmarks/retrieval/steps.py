@@ -18,7 +18,6 @@ from engram.search.query import (
     QUESTION_FACTOR,
     SearchQuery,
     parse,
-    with_dates,
     with_speakers,
 )
 from engram.store.base import PlannedSearch
@@ -49,9 +48,8 @@ def _composed(
         question_factor=1.0,
         include_own_results=True,
     )
-    found = searching.date_phrase(text, asked, UTC_ZONE) if dates else None
-    if found:
-        query = with_dates(query, *found)
+    if dates:
+        query = searching.with_time(query, text, asked, UTC_ZONE)
     return with_speakers(query, store.speakers(scope)) if speakers else query
 
 

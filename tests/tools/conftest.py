@@ -92,12 +92,18 @@ class FakeSession:
         end: datetime | None = None,
         all_sessions: bool = False,
         context: int = 0,
+        partner: bool = False,
         exclude_visible: bool = False,
         exclude_question: bool = False,
+        as_of: datetime | None = None,
     ) -> list[SearchHit]:
         self.calls.append(
-            ("search", {"query": query, "limit": limit, "roles": roles, "start": start, "end": end})
-        )
+            (
+                "search",
+                {"query": query, "limit": limit, "roles": roles, "start": start, "end": end,
+                 "as_of": as_of},
+            )
+        )  # fmt: skip
         words = [w for w in re.findall(r"\w+", query.lower()) if w]
         hits = []
         for m in self._mine(all_sessions):
@@ -111,13 +117,18 @@ class FakeSession:
         hits.sort(key=lambda h: (-h.score, -h.message.id))
         return hits[:limit]
 
-    def date_range(self, when: str) -> tuple[datetime, datetime]:
-        return parse_when(when, now=self.engram.now, tz=self.engram.tz)
+    def date_range(self, when: str, *, as_of: datetime | None = None) -> tuple[datetime, datetime]:
+        return parse_when(when, now=as_of or self.engram.now, tz=self.engram.tz)
 
     def by_date(
-        self, when: str, *, limit: int = 20, roles: Sequence[str] | None = None
+        self,
+        when: str,
+        *,
+        limit: int = 20,
+        roles: Sequence[str] | None = None,
+        as_of: datetime | None = None,
     ) -> list[Message]:
-        start, end = self.date_range(when)
+        start, end = self.date_range(when, as_of=as_of)
         rows = [
             m
             for m in self._mine()
