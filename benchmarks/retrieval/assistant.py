@@ -74,17 +74,20 @@ def _facts(
     used: set[date] = set()
     for kind in KINDS:
         frames = FRAMES[kind]
-        for frame in r.sample(frames, min(per_kind, len(frames))):
-            for _ in range(100):
+        taken = 0
+        # A frame whose pinned days are all taken gives way to the next one of its kind.
+        for frame in r.sample(frames, len(frames)):
+            if taken == per_kind:
+                break
+            for _ in range(50):
                 asked = asked_from + timedelta(days=r.randint(0, 6))
                 fact = frame(r, asked)
                 days = [p.day for p in fact.planted if p.day is not None]
                 if all(first_day <= d < asked_from and d not in used for d in days):
                     used.update(days)
                     chosen.append((fact, asked))
+                    taken += 1
                     break
-            else:
-                raise RuntimeError(f"no room for a {kind} question in {frame.__name__}")
     return chosen
 
 

@@ -1,11 +1,12 @@
 """Latency and size at 100K messages: the default search beside plain FTS5, per backend.
 
-Two stores of :data:`LATENCY_SIZE` messages each (the first corpus's turns,
-from successive seeds): one session of them, and a scope of 100 sessions.
-Each of :data:`LATENCY_QUERIES` questions is searched there (p50/p95 after a
-warm-up), tiered and untiered (:mod:`benchmarks.retrieval.scale`), and, on
-SQLite, as plain FTS5 over the same index; the labelled questions are scored
-inside the big store; index sizes.
+Two stores of :data:`LATENCY_SIZE` messages each (turns of one corpus, from
+successive seeds): one session of them, and a scope of 100 sessions. Each of
+:data:`LATENCY_QUERIES` questions of that corpus is searched there (p50/p95
+after a warm-up), against plain FTS5 over the same texts
+(:mod:`benchmarks.retrieval.scale`) and, for the first corpus, tiered and
+untiered (:mod:`benchmarks.retrieval.tiers`) with the labelled questions
+scored inside the big store; index sizes.
 """
 
 from __future__ import annotations
@@ -17,42 +18,57 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.retrieval import scale
+from benchmarks.retrieval import assistant, scale, tiers
 from benchmarks.retrieval.corpus import Question, build
 from benchmarks.retrieval.metrics import repeat
 from benchmarks.retrieval.quality import postgres_store_url
 from benchmarks.retrieval.steps import UTC_ZONE
 from engram import searching
 from engram.models import NewMessage
-from engram.search.query import fts5_match, terms
 from engram.store import open_store
+
+Turn = tuple[str, str, datetime]  # (speaker, text, at)
 
 LATENCY_SIZE = 100_000
 LATENCY_QUERIES = 200
 
 
-def texts(count: int) -> list[tuple[str, str, datetime]]:
-    """``count`` turns ``(speaker, text, at)`` from corpora of successive seeds."""
-    out: list[tuple[str, str, datetime]] = []
+def texts(count: int, corpus: str = "chats") -> tuple[list[Turn], list[Question]]:
+    """``count`` turns ``(speaker, text, at)`` of ``corpus`` from successive seeds, and its
+    questions.
+    """
+    turns: list[Turn] = []
+    questions: list[Question] = []
     seed = 100
-    while len(out) < count:
-        for conv in build(seed=seed):
-            out += [(t.speaker, t.text, t.at) for t in conv.turns]
+    while len(turns) < count:
+        built = build(seed=seed) if corpus == "chats" else assistant.build(seed=seed)
+        for conv in built:
+            turns += [(t.speaker, t.text, t.at) for t in conv.turns]
+            questions += conv.questions
         seed += 1
-    return out[:count]
+    return turns[:count], questions
 
 
-def fill(store: Any, scope: str, sessions: int, turns: list[tuple[str, str, datetime]]) -> None:
-    """Append ``turns`` to ``sessions`` sessions of ``scope``, 1,000 a batch."""
+def fill(store: Any, scope: str, sessions: int, turns: list[Turn]) -> dict[int, str]:
+    """Append ``turns`` to ``sessions`` sessions of ``scope``, 1,000 a batch; id -> text.
+
+    Speakers "user" and "assistant" are roles; other speakers are named people,
+    who alternate as user and assistant.
+    """
     per = len(turns) // sessions
+    out: dict[int, str] = {}
     for number in range(sessions):
         chunk = turns[number * per : (number + 1) * per]
         for start in range(0, len(chunk), 1000):
             batch = [
-                NewMessage("user" if i % 2 else "assistant", text, at, name=speaker)
+                NewMessage(speaker, text, at)
+                if speaker in ("user", "assistant")
+                else NewMessage("user" if i % 2 else "assistant", text, at, name=speaker)
                 for i, (speaker, text, at) in enumerate(chunk[start : start + 1000])
             ]
-            store.append(scope, f"s{number}", batch, [10] * len(batch))
+            stored = store.append(scope, f"s{number}", batch, [10] * len(batch))
+            out.update((m.id, m.content) for m in stored)
+    return out
 
 
 def timed(
@@ -84,65 +100,47 @@ def sqlite_sizes(db: Path) -> dict[str, int]:
 def latency(
     backend: str,
     workdir: Path,
-    questions: list[Question],
+    corpus: str,
     *,
     hybrid: bool,
     log: Callable[[str], None],
 ) -> dict[str, Any]:
-    """Every latency and size of one backend (see the module docstring)."""
-    turns = texts(LATENCY_SIZE)
+    """Every latency and size of one backend on ``corpus``'s turns (see the module docstring)."""
+    turns, asked = texts(LATENCY_SIZE, corpus)
+    questions = asked[:LATENCY_QUERIES]
+    name = f"latency_{corpus}"
     if backend == "sqlite":
-        db = workdir / "latency.db"
+        db = workdir / f"{name}.db"
         url = f"sqlite:///{db}"
     else:
-        url = postgres_store_url(workdir, "retrieval_latency")
+        url = postgres_store_url(workdir, f"retrieval_{name}")
     store = open_store(url)
     began = time.perf_counter()
     fill(store, "one", 1, turns)
-    fill(store, "many", 100, turns)
-    log(f"{backend}: stored 2 x {LATENCY_SIZE} messages in {time.perf_counter() - began:.0f}s")
+    stored = fill(store, "many", 100, turns)
+    log(f"{backend} {corpus}: stored 2 x {LATENCY_SIZE} in {time.perf_counter() - began:.0f}s")
     if backend == "postgres":
         store._read(lambda conn: conn.execute("ANALYZE messages"))  # as autovacuum would
     out: dict[str, Any] = {
         "messages": LATENCY_SIZE,
+        "corpus": corpus,
+        "against_plain_fts5": scale.search_speed(store, "many", stored, questions),
         "one_session": timed(store, "one", "s0", questions),
         "scope_100_sessions": timed(store, "many", None, questions),
-        "one_session_untiered": scale.timed_untiered(store, "one", "s0", questions),
-        "scope_100_sessions_untiered": scale.timed_untiered(store, "many", None, questions),
     }
+    log(f"{backend} {corpus}: {out['against_plain_fts5']}")
+    if corpus == "chats":
+        out["one_session_untiered"] = tiers.timed_untiered(store, "one", "s0", questions)
+        out["scope_100_sessions_untiered"] = tiers.timed_untiered(store, "many", None, questions)
+        out["quality_at_scale"] = tiers.quality_at_scale(store)
     if backend == "sqlite":
         out["sizes"] = sqlite_sizes(db)
-        out["baseline_one_session"] = baseline_latency(db, questions)
-        if hybrid:
+        if hybrid and corpus == "chats":
             out.update(hybrid_latency(store, db, questions))
     else:
         out["sizes"] = postgres_sizes(store)
-    out["quality_at_scale"] = scale.quality_at_scale(store)
     store.close()
     return out
-
-
-def baseline_latency(db: Path, questions: list[Question]) -> dict[str, Any]:
-    """The baseline's cost on the same index and machine: FTS5 BM25 OR over the raw words."""
-    conn = sqlite3.connect(db)
-    session_pk = conn.execute(
-        "SELECT s.id FROM sessions s JOIN scopes c ON c.id = s.scope_id"
-        " WHERE c.name = 'one' AND s.external_id = 's0'"
-    ).fetchone()[0]
-
-    def once(q: Question) -> float:
-        began = time.perf_counter()
-        conn.execute(
-            "SELECT m.id FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid"
-            " WHERE messages_fts MATCH ? AND m.session_id = ?"
-            " ORDER BY bm25(messages_fts) LIMIT 10",
-            ("{content} : (" + fts5_match(terms(q.text)) + ")", session_pk),
-        ).fetchall()
-        return (time.perf_counter() - began) * 1000
-
-    found = repeat(once, questions)
-    conn.close()
-    return found
 
 
 def hybrid_latency(store: Any, db: Path, questions: list[Question]) -> dict[str, Any]:

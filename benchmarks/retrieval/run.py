@@ -28,10 +28,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.retrieval import quality
+from benchmarks.retrieval import assistant, quality, scale
 from benchmarks.retrieval.assistant import HISTORIES, SESSIONS
-from benchmarks.retrieval.corpus import build
-from benchmarks.retrieval.latency import LATENCY_QUERIES, latency
+from benchmarks.retrieval.latency import latency
 from benchmarks.retrieval.report import markdown
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -69,12 +68,19 @@ def measure(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
         stop_postgres()
     if not args.quick and not args.no_latency:
-        questions = [q for c in build() for q in c.questions][:LATENCY_QUERIES]
+        histories = assistant.build(histories=2)
+        sessions: dict[tuple[str, str], list[Any]] = {}
+        for conv in histories:
+            for t in conv.turns:
+                sessions.setdefault((conv.scope, t.session), []).append((t.speaker, t.text, t.at))
+        report["indexing"] = scale.indexing(list(sessions.values()))
+        log(f"indexing: {report['indexing']}")
         report["latency"] = {}
         for backend in args.backends.split(","):
-            report["latency"][backend] = latency(
-                backend, workdir, questions, hybrid=embeddings, log=log
-            )
+            report["latency"][backend] = {
+                corpus: latency(backend, workdir, corpus, hybrid=embeddings, log=log)
+                for corpus in args.latency_corpora.split(",")
+            }
         if "postgres" in args.backends:
             from benchmarks.engram_bench import stop_postgres
 
@@ -90,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-embeddings", action="store_true", help="keyword runs only")
     parser.add_argument("--no-latency", action="store_true", help="quality only")
     parser.add_argument("--corpus", choices=("both", "chats", "assistant"), default="both")
+    parser.add_argument(
+        "--latency-corpora", default="chats,assistant", help="turns of the 100K stores"
+    )
     parser.add_argument(
         "--quality-backend",
         choices=("sqlite", "postgres", "memory", "jsondir"),

@@ -29,7 +29,7 @@ from engram.errors import ConfigError
 from engram.models import JSON, Message, NewMessage
 
 #: Characters of each previous turn kept in the context column.
-CONTEXT_CHARS = 300
+CONTEXT_CHARS = 200
 #: Result of one of Engram's own retrieval tools (excluded from search by default).
 FLAG_OWN_RESULT = 1
 #: A message that only asks a question (see :func:`only_asks`).
@@ -170,6 +170,8 @@ def only_asks(text: str) -> bool:
     last month, any tips for crate training?" states a fact in its first
     clause: it is not only a question.
     """
+    if not text.rstrip().endswith("?"):
+        return False  # the common case, decided without splitting anything
     questions, said = _parts(text)
     if not questions or said:
         return False

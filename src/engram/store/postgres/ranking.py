@@ -102,25 +102,27 @@ def score(plan: SearchQuery, params: dict[str, Any], idfs: list[float]) -> tuple
     keys += [f"p{i}" for i in range(len(plan.phrases))]
     params.setdefault("avg_length", 30.0)
     norm = (
-        f"({K1 + 1!r} / (1 + {K1!r} * ({1 - B!r}"
-        f" + {B!r} * length(m.search) / greatest(%(avg_length)s::float8, 1))))"
+        f"({K1 + 1!r}::float8 / (1 + {K1!r}::float8 * ({1 - B!r}::float8"
+        f" + {B!r}::float8 * length(m.search) / greatest(%(avg_length)s::float8, 1))))"
     )
+    # Every number is float8: numeric arithmetic costs several times more per row.
     own_parts, lift_parts = [], []
     for key, weight in zip(keys, idfs, strict=True):
         held = (
-            f"(m.search @@ q.a_{key})::int"
-            f" + {float(plan.date_weight)!r} * (m.search @@ q.c_{key})::int"
-            f" + {NAME_WEIGHT!r} * (m.search @@ q.d_{key})::int"
+            f"(m.search @@ q.a_{key})::int::float8"
+            f" + {float(plan.date_weight)!r}::float8 * (m.search @@ q.c_{key})::int::float8"
+            f" + {NAME_WEIGHT!r}::float8 * (m.search @@ q.d_{key})::int::float8"
         )
-        own_parts.append(f"{weight!r} * ({held})")
-        lift_parts.append(f"{weight!r} * (m.search @@ q.b_{key})::int")
+        own_parts.append(f"{weight!r}::float8 * ({held})")
+        lift_parts.append(f"{weight!r}::float8 * (m.search @@ q.b_{key})::int::float8")
     factor = factors(plan, params)
     own = f"((({' + '.join(own_parts)}) * {norm}){factor})::float8"
     if plan.context_weight <= 0:
         return own, "0.0::float8"
     weight, answer = float(plan.context_weight), float(plan.context_weight * ANSWER_FACTOR)
     lift = (
-        f"((CASE WHEN (m.search_flags & {FLAG_ANSWER}) <> 0 THEN {answer!r} ELSE {weight!r} END)"
+        f"((CASE WHEN (m.search_flags & {FLAG_ANSWER}) <> 0 THEN {answer!r}::float8"
+        f" ELSE {weight!r}::float8 END)"
         f" * ({' + '.join(lift_parts)}) * {norm}){factor}"
     )
     lift = f"({lift})::float8"
@@ -135,18 +137,18 @@ def factors(plan: SearchQuery, params: dict[str, Any]) -> str:
         out += (
             " * (CASE WHEN lower(m.name) = ANY(%(speakers)s)"
             " OR lower(m.metadata->>'speaker') = ANY(%(speakers)s)"
-            f" THEN {SPEAKER_BOOST} ELSE 1.0 END)"
+            f" THEN {SPEAKER_BOOST}::float8 ELSE 1.0::float8 END)"
         )
     if plan.boost_start is not None and plan.boost_end is not None:
         params["boost_start"], params["boost_end"] = utc(plan.boost_start), utc(plan.boost_end)
         out += (
             " * (CASE WHEN m.created_at >= %(boost_start)s AND m.created_at < %(boost_end)s"
-            f" THEN {DATE_BOOST} ELSE 1.0 END)"
+            f" THEN {DATE_BOOST}::float8 ELSE 1.0::float8 END)"
         )
     if plan.question_factor != 1.0:
         out += (
             f" * (CASE WHEN (m.search_flags & {FLAG_QUESTION}) <> 0"
-            f" THEN {float(plan.question_factor)!r} ELSE 1.0 END)"
+            f" THEN {float(plan.question_factor)!r}::float8 ELSE 1.0::float8 END)"
         )
     return out
 

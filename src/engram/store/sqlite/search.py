@@ -348,8 +348,12 @@ def _settle(
     outside: dict[int, Scored] = {}
     if missing:
         marks = ", ".join("?" * len(missing))
+        # A rowid constraint: FTS5 looks each id up instead of walking the matches.
         sql = _SCORED.format(
-            own=rank.own, lift=rank.lift, restrict=f" AND m.id IN ({marks})", where=where
+            own=rank.own,
+            lift=rank.lift,
+            restrict=f" AND messages_fts.rowid IN ({marks})",
+            where=where,
         )
         found = conn.execute(sql, (*rank.params, scored, *missing, *params))
         outside = {row[0]: Scored(*row) for row in found}
