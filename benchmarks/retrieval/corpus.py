@@ -225,12 +225,17 @@ class Question:
 
 @dataclass
 class Conversation:
-    """Two people, their turns in order, and the questions about them."""
+    """Two people, their turns in order, and the questions about them.
+
+    ``people[0]`` speaks as the ``user``, ``people[1]`` as the ``assistant``;
+    ``named`` stores their names with their messages.
+    """
 
     scope: str
     people: tuple[str, str]
     turns: list[Turn] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
+    named: bool = True
 
 
 def _ago(days: int) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from engram import app_documents, edits, searching, telemetry
@@ -41,6 +41,7 @@ from engram.models import JSON, ROLES, Message, NewMessage, SearchHit, SessionIn
 from engram.policy import Policy, get_policy
 from engram.runtime import MemoriesProvider, Runtime
 from engram.scopes import ScopeSummary
+from engram.search.when import moment
 from engram.session import Session
 from engram.store import MAX_PAGE, Store, open_store
 from engram.store.api_keys import has_api_keys
@@ -241,11 +242,14 @@ class Engram:
         start: datetime | None = None,
         end: datetime | None = None,
         mode: str = "keyword",
+        partner: bool = False,
+        as_of: datetime | None = None,
     ) -> list[SearchHit]:
         """Ranked search over every session of a scope (``start <= created_at < end``).
 
-        ``mode`` is ``"keyword"`` (BM25), ``"semantic"`` or ``"hybrid"`` (see
-        :meth:`Session.search`).
+        ``mode`` is ``"keyword"`` (BM25), ``"semantic"`` or ``"hybrid"``; ``partner``
+        returns each hit's exchange partner; date phrases in ``query`` are read
+        against ``as_of`` (default now). See :meth:`Session.search`.
         """
         check_id("scope", scope)
         query = text_field("query", query, max_bytes=MAX_CONTENT_BYTES, error=InvalidQuery)
@@ -255,14 +259,15 @@ class Engram:
             scope=scope,
             session=None,
             text=query,
-            now=datetime.now(UTC),
+            now=moment(as_of),
             tz=self.runtime.tz,
             roles=roles_filter(roles, ROLES),
             start=optional_timestamp("start", start),
             end=optional_timestamp("end", end),
             limit=min(limit, MAX_PAGE),
         )
-        return searching.run(self.runtime, request, mode)
+        hits = searching.run(self.runtime, request, mode)
+        return searching.add_partners(self.store, hits, query) if partner else hits
 
     def export_session(self, session_id: str, scope: str = "default") -> JSON:
         """One session as an Engram session document (messages, states), for ``import``."""

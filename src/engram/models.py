@@ -144,12 +144,17 @@ class SearchHit:
 
     ``context`` holds the neighbouring turns of the same session (oldest first,
     the hit itself left out) when the search asked for them (``context=1``).
+    ``partner`` is the other half of the hit's exchange when the search asked for
+    it (``partner=True``): the answer to a user message, the question of an
+    assistant message; ``partner_snippet`` shows it within the hit's budget.
     """
 
     message: Message
     score: float
     snippet: str
     context: tuple[Message, ...] = ()
+    partner: Message | None = None
+    partner_snippet: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,19 +6,21 @@ what was typed into a :class:`~engram.search.query.SearchQuery` for the store:
 * content words and quoted phrases (:func:`engram.search.query.parse`);
 * words naming a participant of the searched conversations become a rank
   boost for that participant's messages (:func:`~engram.search.query.with_speakers`);
-* a date phrase ("yesterday", "last week", "3 days ago", "on Monday",
-  "8 May 2023", "May 2023") is read by the parser of ``get_messages_by_date``
-  (:func:`engram.search.dates.parse_when`, in the engine's time zone) and boosts the
-  messages of that range; relative phrases leave the match, absolute dates
-  stay (each message's date is indexed as words);
+* a date phrase ("yesterday", "last Saturday", "three weeks ago", "on
+  Monday", "8 May 2023", "May 2023") is read by the parser of
+  ``get_messages_by_date`` (:func:`engram.search.dates.parse_when`, in the
+  engine's time zone, against the moment the question is asked: ``as_of``)
+  and boosts the messages of that range; relative phrases leave the match,
+  absolute dates stay (each message's date is indexed as words); the words of
+  "how many days ago" leave it too (:mod:`engram.search.when`);
 * the ids to leave out (the visible prompt, the question being asked).
 
-:func:`add_neighbours` fetches the turns around each hit (``context=1``).
+:func:`add_neighbours` fetches the turns around each hit (``context=1``);
+:func:`add_partners` the other half of each hit's exchange.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -26,59 +28,28 @@ from functools import partial
 from zoneinfo import ZoneInfo
 
 from engram import telemetry
-from engram.errors import ConfigError, DateParseError, install_hint
+from engram.errors import ConfigError, install_hint
 from engram.models import Message, SearchHit
 from engram.runtime import Runtime
 from engram.search.query import SearchQuery, parse, with_dates, with_speakers
+from engram.search.stems import Stemmer, highlight
 from engram.search.vectors import CANDIDATES_PER_HIT, check_mode, dense_hits, fuse, keeps_vectors
+from engram.search.when import date_phrase, elapsed_words
 from engram.store.base import PlannedSearch, Store, plans_search
 
 #: Most neighbouring turns returned on each side of a hit.
 MAX_NEIGHBOURS = 3
 
-_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-_MONTH = (
-    r"(?:january|february|march|april|may|june|july|august|september|october|november|december"
-    r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)"
-)
-_NUMBER = r"(?:\d{1,4}|one|two|three|four|five|six|seven|eight|nine|ten)"
-# Relative phrases leave the match (no message says "yesterday" about itself).
-_RELATIVE = re.compile(
-    r"\b(yesterday|today|(?:last|this|past|previous) (?:week|month)"
-    rf"|{_NUMBER} (?:day|week|month)s? ago|(?:past|last) {_NUMBER} (?:day|week)s?"
-    rf"|(?:last|this) {_WEEKDAY})\b"
-)
-# Absolute dates stay in the match too (they are indexed as words).
-_ABSOLUTE = re.compile(
-    rf"\b(\d{{1,2}}(?:st|nd|rd|th)? (?:of )?{_MONTH},? \d{{4}}"
-    rf"|{_MONTH} \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}"
-    rf"|{_MONTH} \d{{4}}|\d{{4}}-\d{{2}}-\d{{2}})\b"
-)
-_ON_WEEKDAY = re.compile(rf"\bon ({_WEEKDAY})\b")
 
-
-def date_phrase(
-    text: str, now: datetime, tz: ZoneInfo
-) -> tuple[datetime, datetime, frozenset[str]] | None:
-    """The first date phrase of ``text`` as a UTC range, with the words to drop from the match.
-
-    Returns None when the text names no date the parser reads.
-    """
-    lowered = " ".join(text.lower().replace(",", " ").split())
-    if not any(p.search(lowered) for p in (_RELATIVE, _ON_WEEKDAY, _ABSOLUTE)):
-        return None
-    from engram.search import dates  # the date parser (and dateutil) only when a date is named
-
-    for pattern, drop in ((_RELATIVE, True), (_ON_WEEKDAY, True), (_ABSOLUTE, False)):
-        for found in pattern.finditer(lowered):
-            phrase = found.group(1)
-            try:
-                start, end = dates.parse_when(phrase, now=now, tz=tz)
-            except DateParseError:
-                continue
-            words = frozenset(phrase.split()) if drop else frozenset()
-            return start, end, words
-    return None
+def with_time(query: SearchQuery, text: str, now: datetime, tz: ZoneInfo) -> SearchQuery:
+    """``query`` with the date phrase of ``text`` (read at ``now``) and elapsed-time words."""
+    found = date_phrase(text, now, tz)
+    if found is not None:
+        query = with_dates(query, *found)
+    elapsed = elapsed_words(text)
+    if elapsed and any(t not in elapsed for t in query.terms):
+        query = replace(query, terms=tuple(t for t in query.terms if t not in elapsed))
+    return query
 
 
 def plan(
@@ -96,9 +67,7 @@ def plan(
     query = parse(text)
     if query.empty:
         return query
-    found = date_phrase(text, now, tz)
-    if found is not None:
-        query = with_dates(query, *found)
+    query = with_time(query, text, now, tz)
     names = store.speakers(scope, session)
     if names:
         query = with_speakers(query, names)
@@ -230,12 +199,102 @@ def add_neighbours(store: Store, hits: Sequence[SearchHit], turns: int) -> list[
     return out
 
 
+#: Newest messages read to find the question being asked (search leaves it out).
+QUESTION_LOOKBACK = 8
+
+
+def question_ids(store: Store, scope: str, session: str) -> list[int]:
+    """The id of the question being asked (the newest user message), if any."""
+    newest = store.tail(scope, session, limit=QUESTION_LOOKBACK)
+    return next(([m.id] for m in reversed(newest) if m.role == "user"), [])
+
+
+#: Characters of one hit with its exchange partner: the hit's snippet, the partner's after it.
+PAIR_CHARS = 640
+#: Fewest characters of a partner shown, however long the hit's snippet.
+PARTNER_MIN_CHARS = 160
+#: Messages read on each side of a hit to find its exchange partner.
+PARTNER_LOOKBACK = 12
+
+
+def exchange_partner(store: Store, message: Message) -> Message | None:
+    """The other half of ``message``'s exchange, or None (other roles, no partner).
+
+    The answer to a user message is the last assistant message with text before
+    the next user message; the question of an assistant message is the user
+    message before it.
+    """
+    m = message
+    if m.role == "user":
+        found = None
+        for later in store.page(m.scope, m.session, after_id=m.id, limit=PARTNER_LOOKBACK):
+            if later.role == "user":
+                break
+            if later.role == "assistant" and later.content.strip():
+                found = later
+        return found
+    if m.role == "assistant" and m.content.strip():
+        earlier = store.tail(m.scope, m.session, limit=PARTNER_LOOKBACK, before_id=m.id)
+        return next((e for e in reversed(earlier) if e.role == "user"), None)
+    return None
+
+
+def add_partners(store: Store, hits: Sequence[SearchHit], text: str) -> list[SearchHit]:
+    """``hits`` with their exchange partners, each shown within :data:`PAIR_CHARS`.
+
+    The partner's snippet is a window around its first match of ``text``'s words,
+    cut to what the hit's own snippet leaves (at least :data:`PARTNER_MIN_CHARS`).
+    """
+    stemmer = Stemmer()
+    wanted = stemmer.stems(parse(text).words())
+    out = []
+    for hit in hits:
+        partner = exchange_partner(store, hit.message)
+        if partner is None or not partner.content.strip():
+            out.append(hit)
+            continue
+        room = max(PARTNER_MIN_CHARS, PAIR_CHARS - len(hit.snippet))
+        view = highlight(partner.content, stemmer.words(partner.content), wanted)
+        out.append(replace(hit, partner=partner, partner_snippet=cut(view, room)))
+    return out
+
+
+def without(hits: Sequence[SearchHit], ids: Collection[int]) -> list[SearchHit]:
+    """``hits`` whose partners and neighbours in ``ids`` are left out (the model sees them)."""
+    if not ids:
+        return list(hits)
+    out = []
+    for hit in hits:
+        context = tuple(m for m in hit.context if m.id not in ids)
+        if hit.partner is not None and hit.partner.id in ids:
+            hit = replace(hit, partner=None, partner_snippet="")
+        out.append(replace(hit, context=context))
+    return out
+
+
+def cut(text: str, chars: int) -> str:
+    """``text`` cut to at most ``chars`` characters at a word boundary, with ``…``."""
+    if len(text) <= chars:
+        return text
+    head = text[: max(0, chars - 1)]
+    space = head.rfind(" ")
+    return (head[:space] if space > chars // 2 else head).rstrip() + "…"
+
+
 __all__ = [
     "MAX_NEIGHBOURS",
+    "PAIR_CHARS",
+    "PARTNER_MIN_CHARS",
     "Request",
     "add_neighbours",
+    "add_partners",
+    "cut",
     "date_phrase",
+    "exchange_partner",
     "plan",
+    "question_ids",
     "run",
     "search",
+    "with_time",
+    "without",
 ]

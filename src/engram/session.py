@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from engram import edits, idempotency, searching
@@ -38,6 +38,7 @@ from engram.policy import DEFAULT_BUDGET, Policy, get_policy
 from engram.prompt import PromptRequest, build_prompt, fixed_tokens, stored_totals
 from engram.prompt_log import PromptLog
 from engram.runtime import Runtime
+from engram.search.when import moment
 from engram.sections.agent_state import load_agent_state, update_agent_state
 from engram.store.base import MAX_PAGE
 
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_BUDGET", "TOOL_CALL_LOOKBACK", "Session"]
 
-#: Newest messages read to find the question being asked (search leaves it out).
-QUESTION_LOOKBACK = 8
 #: How far back ``add`` looks for the assistant call a tool result answers.
 TOOL_CALL_LOOKBACK = 64
 #: First messages read to find a session's title, and words a made-up title keeps.
@@ -436,20 +435,19 @@ class Session:
         end: datetime | None = None,
         all_sessions: bool = False,
         context: int = 0,
+        partner: bool = False,
         exclude: Collection[int] = (),
         exclude_visible: bool = False,
         exclude_question: bool = False,
         include_tool_results: bool = False,
         mode: str = "keyword",
+        as_of: datetime | None = None,
     ) -> list[SearchHit]:
         """Ranked search of this session (or the whole scope), best first.
 
-        Content words of ``query`` are matched (stop words and question words
-        left out; "quoted phrases" as phrases) in each message, in its previous
-        turns (a lower weight) and in its date written as words, and ranked by
-        BM25; a participant the query names and a date phrase ("last week")
-        lift the messages they point to, and a message that asks ranks below
-        one that answers.
+        Content words of ``query`` (no stop words; "quoted phrases") are matched in
+        each message, the turn it follows and its date as words, ranked by BM25 (see
+        :mod:`engram.searching`); named participants and date phrases lift messages.
 
         Args:
             query: Plain text, never query syntax.
@@ -459,29 +457,31 @@ class Session:
             end: Only messages before this instant.
             all_sessions: Search every session of the scope.
             context: Neighbouring turns returned with each hit, on each side (0-3).
+            partner: Return each hit's exchange partner (the answer to a question,
+                the question of an answer) in ``hit.partner``.
             exclude: Message ids never returned.
             exclude_visible: Also leave out the messages of the last prompt this
-                engine built for the session (what the model already sees); the
-                ``search_history`` tool does.
+                engine built for the session (what the model already sees), as
+                hits, partners or neighbours; the ``search_history`` tool does.
             exclude_question: Also leave out the question being asked (the newest
                 user message); the ``search_history`` tool does.
             include_tool_results: Also return results of Engram's own retrieval tools.
-            mode: ``"keyword"`` (BM25, the default), ``"semantic"`` (nearest sentence
-                vectors) or ``"hybrid"`` (both, fused); the last two need an engine
-                opened with ``embeddings=True``.
+            mode: ``"keyword"`` (BM25, the default), ``"semantic"`` or ``"hybrid"``
+                (need an engine opened with ``embeddings=True``).
+            as_of: When the question is asked (default now): "yesterday", "three
+                weeks ago" in ``query`` are read against it.
         """
         query = text_field("query", query, max_bytes=MAX_CONTENT_BYTES, error=InvalidQuery)
         if isinstance(context, bool) or not isinstance(context, int) or context < 0:
             raise InvalidQuery(f"context must be an integer >= 0, got {context!r}")
-        if exclude_visible:
-            exclude = {*exclude, *self.runtime.visible(self.scope, self.id)}
-        if exclude_question:
-            exclude = {*exclude, *self._question()}
+        visible = self.runtime.visible(self.scope, self.id) if exclude_visible else ()
+        asked = searching.question_ids(self._store, self.scope, self.id) if exclude_question else ()
+        exclude = {*exclude, *visible, *asked}
         request = searching.Request(
             scope=self.scope,
             session=None if all_sessions else self.id,
             text=query,
-            now=datetime.now(UTC),
+            now=moment(as_of),
             tz=self.runtime.tz,
             exclude=frozenset(exclude),
             include_own_results=include_tool_results,
@@ -491,12 +491,10 @@ class Session:
             limit=_page_limit(limit),
         )
         hits = searching.run(self.runtime, request, mode)
-        return searching.add_neighbours(self._store, hits, context)
-
-    def _question(self) -> list[int]:
-        """The id of the question being asked (the newest user message), if any."""
-        newest = self._store.tail(self.scope, self.id, limit=QUESTION_LOOKBACK)
-        return next(([m.id] for m in reversed(newest) if m.role == "user"), [])
+        hits = searching.add_neighbours(self._store, hits, context)
+        if partner:
+            hits = searching.add_partners(self._store, hits, query)
+        return searching.without(hits, visible)
 
     def by_date(
         self,
@@ -506,12 +504,14 @@ class Session:
         roles: Sequence[str] | None = None,
         all_sessions: bool = False,
         tz: Any = None,
+        as_of: datetime | None = None,
     ) -> list[Message]:
         """Messages of a day or range: ISO dates or phrases (yesterday, Monday, last week...).
 
-        ``tz`` (a zone name or tzinfo) overrides the engine's time zone for this call.
+        ``tz`` (a zone name or tzinfo) overrides the engine's time zone for this call;
+        phrases are read against ``as_of`` (default now).
         """
-        start, end = self.date_range(when, tz=tz)
+        start, end = self.date_range(when, tz=tz, as_of=as_of)
         return self._store.between(
             self.scope,
             None if all_sessions else self.id,
@@ -522,15 +522,18 @@ class Session:
         )
 
     def date_range(
-        self, when: str | date | datetime, *, tz: Any = None
+        self, when: str | date | datetime, *, tz: Any = None, as_of: datetime | None = None
     ) -> tuple[datetime, datetime]:
-        """The UTC half-open range a date phrase means, in ``tz`` or the engine's time zone."""
+        """The UTC half-open range a date phrase means at ``as_of`` (default now), in ``tz``.
+
+        ``tz`` defaults to the engine's time zone.
+        """
         if isinstance(when, datetime | date):
             when = when.isoformat()
         from engram.search import dates  # date phrases: only the date-based reads need them
 
         zone = self.runtime.tz if tz is None else tz
-        return dates.parse_when(when, now=datetime.now(UTC), tz=zone)
+        return dates.parse_when(when, now=moment(as_of), tz=zone)
 
     def extended(self, count: int = 30, *, before_id: int | None = None) -> list[Message]:
         """More than the default window: up to 50 messages before ``before_id``, oldest first."""

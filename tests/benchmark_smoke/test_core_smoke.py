@@ -126,7 +126,11 @@ def test_retrieval_benchmark_quick_run_beats_its_baseline(tmp_path: Path) -> Non
 
     assert retrieval.main(["--quick", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "retrieval-quick.json").read_text())
-    steps = list(report["quality"]["steps"].values())
-    assert steps[-1]["all"]["recall@10"] >= steps[0]["all"]["recall@10"] + 0.2
-    assert {"next_turn", "date", "name", "multi", "paraphrase", "fact"} <= set(steps[0])
-    assert "Recall@10 gain" in (tmp_path / "retrieval-quick.md").read_text()
+    chats = list(report["corpora"]["chats"]["runs"].values())
+    assert chats[-1]["all"]["recall@10"] >= chats[0]["all"]["recall@10"] + 0.2
+    assert {"next_turn", "date", "name", "multi", "paraphrase", "fact"} <= set(chats[0])
+    second = list(report["corpora"]["assistant"]["runs"].values())
+    kinds = {"user_fact", "assistant_fact", "preference", "aggregation", "temporal", "update"}
+    assert kinds <= set(second[0])
+    text = (tmp_path / "retrieval-quick.md").read_text()
+    assert "Second corpus: a person and an assistant" in text and "against the floor" in text

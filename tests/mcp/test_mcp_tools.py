@@ -213,3 +213,24 @@ class TestResources:
         refused = run_client(in_process(seeded, Binding("proj", "chat")), body)
         assert str(refused).startswith(("no resource", "no session"))
         assert "zebra" not in str(refused)
+
+
+class TestQuestionTime:
+    def test_search_history_reads_dates_against_as_of(self, seeded: Engram) -> None:
+        # The pricing exchange happened on 2025-03-03: "yesterday" as of the 4th, not today.
+        async def body(client: Client) -> list[Any]:
+            arguments = {"query": "pricing", "date": "yesterday"}
+            return [
+                await client.call_tool("search_history", arguments),
+                await client.call_tool(
+                    "search_history", {**arguments, "as_of": "2025-03-04T09:00:00Z"}
+                ),
+            ]
+
+        today, then = run_client(in_process(seeded, Binding("proj", "chat")), body)
+        assert payload(today)["count"] == 0
+        found = payload(then)  # the user message is the question being asked: left out
+        assert found["count"] == 1 and found["from"].startswith("2025-03-03")
+        (note,) = found["results"]
+        assert note["role"] == "assistant" and note["partner"]["role"] == "user"
+        assert "[pricing]" in note["partner"]["snippet"]

@@ -145,8 +145,9 @@ NATE_ASKS = SearchQuery(
 
 class TestTieredSearch:
     def test_a_common_word_alone_no_longer_decides_the_ranking(self, tiered_store: Store) -> None:
-        (plain,) = tiered_store.search("p", replace(NATE_ASKS, tiered=False), limit=1)
-        assert plain.message.content == "Coffee, coffee, coffee!"  # what the tiers change
+        if isinstance(tiered_store, SQLiteStore):  # PostgreSQL weighs words by IDF either way
+            (plain,) = tiered_store.search("p", replace(NATE_ASKS, tiered=False), limit=1)
+            assert plain.message.content == "Coffee, coffee, coffee!"  # what the tiers change
         (hit,) = tiered_store.search("p", NATE_ASKS, limit=1)
         assert hit.message.content == "I signed up for a pottery class."
 
@@ -154,11 +155,11 @@ class TestTieredSearch:
         hits = tiered_store.search("p", NATE_ASKS, limit=10)
         assert len(hits) == 10
         contents = [h.message.content for h in hits]
-        # First the messages "pottery" finds (itself, and the next two by their context),
+        # First the messages "pottery" finds (itself, and the next one by its context),
         # then the best of those only "coffee" finds, in the same order at any limit.
         assert contents[0] == "I signed up for a pottery class."
-        assert {c.split(" about")[0] for c in contents[1:3]} == {"Filler line 0", "Filler line 1"}
-        assert "Coffee, coffee, coffee!" == contents[3]
+        assert contents[1].startswith("Filler line 0 ")
+        assert "Coffee, coffee, coffee!" == contents[2]
         assert [h.message.id for h in tiered_store.search("p", NATE_ASKS, limit=4)] == [
             h.message.id for h in hits[:4]
         ]
@@ -205,8 +206,10 @@ class TestSQLiteCounts:
             counts = TermCounts()
             assert counts.counts(conn, ["coffee", "pottery", "absent"], None) == (
                 100,
-                {"coffee": 20, "pottery": 3, "absent": 0},  # pottery: itself + 2 by context
+                {"coffee": 20, "pottery": 2, "absent": 0},  # pottery: itself + 1 by context
             )
+            own = ["content", "name", "search_dates"]
+            assert counts.counts(conn, ["pottery"], own) == (100, {"pottery": 1})
             store.delete_messages("p", "s", [m.id for m in stored[-30:]])
             assert indexed_rows(conn) == 70
             # More than DRIFT of the rows went: the counts are read again.

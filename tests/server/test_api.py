@@ -232,6 +232,24 @@ class TestPromptAndRetrieval:
         stats = api.get("/v1/scopes/phoenix/sessions/chat-1/stats").json()
         assert stats["total_messages"] == 3
 
+    def test_search_and_by_date_read_dates_against_as_of(self, api: TestClient) -> None:
+        ids = _seed(api)  # the last message is of 2025-03-06
+        asked = {"q": "launch yesterday", "as_of": "2025-03-07T12:00:00Z", "partner": "true"}
+        hits = api.get("/v1/scopes/phoenix/sessions/chat-1/search", params=asked).json()["hits"]
+        assert hits[0]["message"]["id"] == ids[2] and hits[0].get("partner") is None
+        scope_hits = api.get(
+            "/v1/scopes/phoenix/search", params={"q": "pricing", "partner": "true"}
+        ).json()["hits"]
+        first = next(h for h in scope_hits if h["message"]["id"] == ids[0])
+        assert first["partner"]["id"] == ids[1] and "$14" in first["partner_snippet"]
+        day = api.get(
+            "/v1/scopes/phoenix/sessions/chat-1/by-date",
+            params={"when": "yesterday", "as_of": "2025-03-07T12:00:00Z"},
+        ).json()
+        assert [m["id"] for m in day["messages"]] == [ids[2]]
+        bad = api.get("/v1/scopes/phoenix/search", params={"q": "x", "as_of": "soon"})
+        assert bad.status_code == 422
+
     def test_a_bad_date_phrase_is_a_422_naming_it(self, api: TestClient) -> None:
         _seed(api)
         bad = api.get("/v1/scopes/phoenix/sessions/chat-1/by-date", params={"when": "blorp day"})

@@ -69,7 +69,11 @@ class TestFlavors:
         (schema,) = schemas("anthropic", names=["search_history"])
         props = schema["input_schema"]["properties"]
         assert schema["input_schema"]["required"] == ["query"]
-        assert list(props) == ["query", "limit", "role", "date", "all_sessions", "context"]
+        assert list(props) == [
+            "query", "limit", "role", "date", "all_sessions", "context", "as_of", "max_tokens",
+        ]  # fmt: skip
+        assert props["max_tokens"]["minimum"] == 200 and "default" not in props["max_tokens"]
+        assert "ISO 8601" in props["as_of"]["description"]
         assert props["limit"] == {
             "type": "integer",
             "description": "Most results to return.",

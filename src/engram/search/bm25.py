@@ -24,8 +24,22 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from engram.models import Message, SearchHit
-from engram.search.index import FLAG_OWN_RESULT, FLAG_QUESTION, LOOKBACK, Recent, entries
-from engram.search.query import DATE_BOOST, NAME_WEIGHT, SPEAKER_BOOST, SearchQuery
+from engram.search.index import (
+    FLAG_ANSWER,
+    FLAG_OWN_RESULT,
+    FLAG_QUESTION,
+    LOOKBACK,
+    Recent,
+    entries,
+)
+from engram.search.lift import Scored, missing_sources, pool_size, settle
+from engram.search.query import (
+    ANSWER_FACTOR,
+    DATE_BOOST,
+    NAME_WEIGHT,
+    SPEAKER_BOOST,
+    SearchQuery,
+)
 from engram.search.stems import Stemmer, highlight
 
 #: BM25 parameters (those of SQLite FTS5).
@@ -120,25 +134,50 @@ def search(
     end: datetime | None,
     limit: int,
 ) -> list[SearchHit]:
-    """Best hits of ``plan`` over sessions given as (index, messages in id order)."""
+    """Best hits of ``plan`` over sessions given as (index, messages in id order).
+
+    A message lifted by its neighbour context never ranks above the turn the
+    context is (:func:`engram.search.lift.settle`).
+    """
     stemmer = Stemmer()
     wanted = stemmer.stems(plan.words())
-    hits: list[SearchHit] = []
-    for score, message_id, position in rank([ix for ix, _ in sessions], plan, stemmer):
-        message = _by_id(sessions[position][1], message_id)
-        if (
+
+    def kept(message: Message | None) -> bool:
+        return not (
             message is None
             or message.id in plan.exclude_ids
             or (roles is not None and message.role not in roles)
             or (start is not None and message.created_at < start)
             or (end is not None and message.created_at >= end)
-        ):
-            continue
+        )
+
+    ranked = rank([ix for ix, _ in sessions], plan, stemmer)
+    every = {item.id: (item, position) for item, position in ranked}
+    pool: list[Scored] = []
+    found: dict[int, Message] = {}
+    for item, position in ranked:
+        message = _by_id(sessions[position][1], item.id)
+        if message is not None and kept(message):
+            pool.append(item)
+            found[item.id] = message
+            if len(pool) == pool_size(limit):
+                break
+    sources: dict[int, int] = {}
+    for item in pool:
+        source = _turn_before(sessions[every[item.id][1]][1], item.id) if item.capped else None
+        if source is not None:
+            sources[item.id] = source
+    outside = {}
+    for source in missing_sources(pool, sources):
+        scored, position = every.get(source, (None, 0))
+        if scored is not None and kept(_by_id(sessions[position][1], source)):
+            outside[source] = scored
+    hits: list[SearchHit] = []
+    for message_id, score in settle(pool, sources, outside)[:limit]:
+        message = found[message_id]
         words = stemmer.words(message.content)
         snippet = highlight(message.content, words, wanted, name=message.name)
         hits.append(SearchHit(message=message, score=score, snippet=snippet))
-        if len(hits) == limit:
-            break
     return hits
 
 
@@ -147,23 +186,32 @@ def _by_id(rows: Sequence[Message], message_id: int) -> Message | None:
     return rows[i] if i < len(rows) and rows[i].id == message_id else None
 
 
+def _turn_before(rows: Sequence[Message], message_id: int) -> int | None:
+    """The id of the user or assistant message with text before ``message_id``."""
+    i = bisect.bisect_left(rows, message_id, key=lambda m: m.id)
+    for message in reversed(rows[:i]):
+        if message.role in ("user", "assistant") and message.content.strip():
+            return message.id
+    return None
+
+
 def rank(
     indexes: Sequence[TextIndex], plan: SearchQuery, stemmer: Stemmer
-) -> list[tuple[float, int, int]]:
-    """``(score, message id, index position)`` of every match, best first."""
+) -> list[tuple[Scored, int]]:
+    """Every match with its index position, best first by its score before :func:`settle`."""
     n_docs = sum(len(ix.docs) for ix in indexes)
     if n_docs == 0:
         return []
     avg = max(1.0, sum(ix.total_length for ix in indexes) / n_docs)
     # The message's own fields, then its neighbour context scored apart (as the SQL
     # backends do): the context lifts a message, never outweighs its own words.
-    passes = [(1.0, (1.0, NAME_WEIGHT, 0.0, plan.date_weight))]
+    passes = [(False, (1.0, NAME_WEIGHT, 0.0, plan.date_weight))]
     if plan.context_weight > 0:
-        passes.append((plan.context_weight, (0.0, 0.0, 1.0, 0.0)))
+        passes.append((True, (0.0, 0.0, 1.0, 0.0)))
     groups = [[stemmer.stem(t)] for t in plan.terms]
     groups += [[stemmer.stem(w) for w in phrase] for phrase in plan.phrases]
-    scores: dict[tuple[int, int], float] = {}
-    for scale, weights in passes:
+    scores: dict[tuple[int, int], list[float]] = {}
+    for context, weights in passes:
         for group in groups:
             found = _group_postings(indexes, group, weights)
             if not found:
@@ -172,15 +220,18 @@ def rank(
             for key, tf in found.items():
                 doc = indexes[key[1]].docs[key[0]]
                 norm = K1 * (1 - B + B * doc.length / avg)
-                part = scale * idf * tf * (K1 + 1) / (tf + norm)
-                scores[key] = scores.get(key, 0.0) + part
+                part = idf * tf * (K1 + 1) / (tf + norm)
+                if context:
+                    answer = ANSWER_FACTOR if doc.flags & FLAG_ANSWER else 1.0
+                    part *= plan.context_weight * answer
+                scores.setdefault(key, [0.0, 0.0])[context] += part
     out = []
-    for (message_id, position), score in scores.items():
+    for (message_id, position), (own, lift) in scores.items():
         doc = indexes[position].docs[message_id]
         factor = _factor(plan, doc)
         if factor:
-            out.append((score * factor, message_id, position))
-    out.sort(key=lambda item: (item[0], item[1]), reverse=True)
+            out.append((Scored(message_id, own * factor, lift * factor, doc.flags), position))
+    out.sort(key=lambda item: (item[0].total, item[0].id), reverse=True)
     return out
 
 

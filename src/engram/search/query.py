@@ -58,10 +58,13 @@ MAX_QUERY_CHARS = 4096
 SPEAKER_BOOST = 2.0
 #: Rank factor of a message inside a date range the query names ("last week").
 DATE_BOOST = 1.5
-#: Rank factor of a message that asks (ends with "?"): statements that answer rank first.
-QUESTION_FACTOR = 0.7
-#: BM25 weight of the neighbour-context column (the previous turns) against the message's own.
-CONTEXT_WEIGHT = 0.5
+#: Rank factor of a message that only asks (no statement in it): answers rank first.
+QUESTION_FACTOR = 0.5
+#: BM25 weight of the neighbour-context column (the previous turn) against the message's own.
+CONTEXT_WEIGHT = 0.3
+#: The context weighs this much more when the previous turn only asks: it is the question
+#: the message answers. A reply to a statement is only lifted by it.
+ANSWER_FACTOR = 2.0
 #: BM25 weight of the date-words column ("8 may 2023 monday").
 DATE_WEIGHT = 0.5
 #: BM25 weight of the speaker's name.
@@ -90,7 +93,7 @@ STOP_WORDS = frozenset(
     theirs them themselves then there these they this those through to too under until up
     very was wasn we were weren what when where which while who whom whose why will with
     won would wouldn you your yours yourself yourselves s t ll re ve d m o y
-    how may might must shall also ever yet
+    how may might must shall also ever yet many much
     say says said tell tells told mention mentioned mentions talk talked talks speak spoke
     discuss discussed make makes made making get gets got getting go goes went gone going
     know knew known think thought remember recall recalled ask asked asks give gave given
@@ -353,6 +356,7 @@ def _next_to_number(words: list[str], i: int) -> bool:
 
 
 __all__ = [
+    "ANSWER_FACTOR",
     "COMMON_SHARE",
     "CONTEXT_WEIGHT",
     "DATE_BOOST",

@@ -22,6 +22,7 @@ from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from engram.errors import ConfigError
 from engram.models import Message, SearchHit
+from engram.search.index import only_asks
 from engram.search.query import QUESTION_FACTOR, parse
 from engram.search.stems import Stemmer, highlight
 
@@ -113,7 +114,7 @@ def dense_hits(
         message = fetch(mid)
         if message is None or not keep(message):
             continue
-        if message.content.rstrip().endswith("?"):
+        if only_asks(message.content):
             # As in keyword search, a message that asks ranks below one that answers:
             # earlier questions are the nearest neighbours of a question.
             similarity *= QUESTION_FACTOR

@@ -44,7 +44,14 @@ def messages_out(messages: list[Message]) -> list[MessageOut]:
 
 def hit_out(hit: SearchHit) -> SearchHitOut:
     """A search hit."""
-    return SearchHitOut(message=message_out(hit.message), score=hit.score, snippet=hit.snippet)
+    partner = message_out(hit.partner) if hit.partner is not None else None
+    return SearchHitOut(
+        message=message_out(hit.message),
+        score=hit.score,
+        snippet=hit.snippet,
+        partner=partner,
+        partner_snippet=hit.partner_snippet if partner is not None else None,
+    )
 
 
 def session_out(info: SessionInfo) -> SessionOut:

@@ -264,6 +264,10 @@ class SearchHitOut(BaseModel):
     message: MessageOut
     score: float
     snippet: str = Field(description="Matches marked with [ and ].")
+    partner: MessageOut | None = Field(
+        default=None, description="The hit's exchange partner, when asked for (partner=true)."
+    )
+    partner_snippet: str | None = Field(default=None, description="The partner, shortened.")
 
 
 class SearchOut(BaseModel):

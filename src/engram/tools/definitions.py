@@ -5,7 +5,7 @@ Each tool is a typed function: the first parameter is the bound session
 scope), the docstring is what the model reads. Compared with a plain chat-bot history lookup:
 
 * search is ranked full-text search (stems, BM25 over the message, its
-  previous turns and its date as words) instead of an unescaped ``LIKE``; the
+  turn it follows and its date as words) instead of an unescaped ``LIKE``; the
   query is plain text, so ``*``, ``NEAR``, ``%`` or ``_`` are just characters
   and double quotes mark a phrase; what the model already sees, the question
   it is answering and Engram's own earlier tool results are never returned;
@@ -24,11 +24,13 @@ from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from engram.errors import InvalidQuery, MessageNotFound, NotFound
-from engram.intake.checks import MAX_CONTENT_BYTES, MAX_MESSAGE_ID
+from engram.intake.checks import MAX_CONTENT_BYTES, MAX_MESSAGE_ID, timestamp
 from engram.limits import MAX_EXTENDED_CONTEXT
-from engram.models import JSON, Message
+from engram.models import JSON, Message, SearchHit
 from engram.searching import MAX_NEIGHBOURS
+from engram.tools.packing import Entry, pack
 from engram.tools.registry import ToolSession, tool
+from engram.tools.results import MIN_RESULT_TOKENS
 from engram.tools.schema import Length, Range
 
 #: Most hits or messages any other tool returns in one call.
@@ -39,6 +41,8 @@ MAX_QUERY_CHARS = 500
 MAX_DATE_CHARS = 100
 #: Characters of a neighbouring turn shown with a search hit.
 NEIGHBOUR_CHARS = 400
+#: Largest token budget ``search_history`` packs its results into.
+MAX_PACKED_TOKENS = 32_000
 
 RoleName = Literal["system", "user", "assistant", "tool"]
 
@@ -52,6 +56,8 @@ def search_history(
     date: Annotated[str, Length(1, MAX_DATE_CHARS)] | None = None,
     all_sessions: bool = False,
     context: Annotated[int, Range(0, MAX_NEIGHBOURS)] = 0,
+    as_of: Annotated[str, Length(1, MAX_DATE_CHARS)] | None = None,
+    max_tokens: Annotated[int, Range(MIN_RESULT_TOKENS, MAX_PACKED_TOKENS)] | None = None,
 ) -> JSON:
     """Search earlier messages of this conversation, best matches first.
 
@@ -68,10 +74,13 @@ def search_history(
             "monday", "last week", "3 days ago", "2025-03-01..2025-03-05".
         all_sessions: Also search the other conversations of this project.
         context: Neighbouring messages to return around each hit.
+        as_of: When the question was asked (ISO 8601, default now).
+        max_tokens: Fit the results in this many tokens.
     """
+    moment = _moment(as_of)
     start = end = None
     if date is not None:
-        start, end = session.date_range(date)
+        start, end = session.date_range(date, as_of=moment)
     hits = session.search(
         query,
         limit=limit,
@@ -80,25 +89,43 @@ def search_history(
         end=end,
         all_sessions=all_sessions,
         context=context,
+        partner=True,
         exclude_visible=True,
         exclude_question=True,
+        as_of=moment,
     )
     zone = session.tz
-    results = []
+    shown = {hit.message.id for hit in hits}
+    entries = []
     for hit in hits:
         item = _head(hit.message, zone)
         item["snippet"] = hit.snippet or _preview(hit.message.content)
         if all_sessions:
             item["session"] = hit.message.session
-        if hit.context:
-            item["context"] = [_brief(m, zone) for m in hit.context]
-        results.append(item)
+        entries.append(Entry(item, _partner(hit, shown), [_brief(m, zone) for m in hit.context]))
     out: JSON = {"query": query}
     if start is not None and end is not None:
         out["from"], out["until"] = _local(start, zone), _local(end, zone)
-    out["count"] = len(results)
-    out["results"] = results
+    if max_tokens is not None:
+        return pack(out, entries, max_tokens)
+    out["count"] = len(entries)
+    out["results"] = [entry.whole() for entry in entries]
     return out
+
+
+def _partner(hit: SearchHit, shown: set[int]) -> JSON | None:
+    """A hit's exchange partner as the model sees it (only its id when it is a hit too)."""
+    if hit.partner is None:
+        return None
+    out: JSON = {"id": hit.partner.id, "role": hit.partner.role}
+    if hit.partner.id not in shown:
+        out["snippet"] = hit.partner_snippet
+    return out
+
+
+def _moment(as_of: str | None) -> datetime | None:
+    """``as_of`` read as an instant (ISO 8601, naive means UTC); None stays None."""
+    return None if as_of is None else timestamp(as_of, field="as_of", error=InvalidQuery)
 
 
 @tool(items_key="messages")

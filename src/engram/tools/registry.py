@@ -63,20 +63,27 @@ class ToolSession(Protocol):
         end: datetime | None = None,
         all_sessions: bool = False,
         context: int = 0,
+        partner: bool = False,
         exclude_visible: bool = False,
         exclude_question: bool = False,
+        as_of: datetime | None = None,
     ) -> list[SearchHit]:
         """Ranked full-text search (leaves out what the model already sees)."""
         ...
 
     def by_date(
-        self, when: str, *, limit: int = 20, roles: Sequence[str] | None = None
+        self,
+        when: str,
+        *,
+        limit: int = 20,
+        roles: Sequence[str] | None = None,
+        as_of: datetime | None = None,
     ) -> list[Message]:
         """Messages of a day or range, oldest first."""
         ...
 
-    def date_range(self, when: str) -> tuple[datetime, datetime]:
-        """The UTC range a date phrase means in the engine's time zone."""
+    def date_range(self, when: str, *, as_of: datetime | None = None) -> tuple[datetime, datetime]:
+        """The UTC range a date phrase means at ``as_of`` in the engine's time zone."""
         ...
 
     def extended(self, count: int = 30, *, before_id: int | None = None) -> list[Message]:

@@ -7,7 +7,8 @@ text the model will read:
 
 1. whole items are dropped from the tool's result list (from the end for
    ranked or chronological lists, from the start for backward paging) and the
-   result says ``"truncated": true, "omitted": N``;
+   result says ``"truncated": true, "omitted": N`` (a ``tokens`` field, a
+   tool's report of its own size, is counted again);
 2. if one item alone is still too large, its text is cut and a marker says how
    to read on (``get_message_by_id`` with ``message_id`` and ``offset``).
 """
@@ -77,9 +78,12 @@ def cap_result(
     key: str = items_key
     total = len(items)
 
+    earlier = payload.get("omitted")
+    before = earlier if isinstance(earlier, int) else 0  # a tool may have left some out
+
     def keep(k: int) -> JSON:
         kept = items[:k] if drop_from == "end" else items[total - k :]
-        shortened: JSON = {**payload, key: kept, "truncated": True, "omitted": total - k}
+        shortened: JSON = {**payload, key: kept, "truncated": True, "omitted": before + total - k}
         if cursor_key and drop_from == "start" and kept and isinstance(kept[0], dict):
             shortened[cursor_key] = kept[0].get("id", shortened.get(cursor_key))
         return shortened
@@ -95,10 +99,18 @@ def cap_result(
             high = middle - 1
     result = keep(best)
     if fits(result):
-        return result
+        return _recount(result, count)
     item = result[key][0]
     if isinstance(item, dict):
         result[key] = [_cut_text(result, item, count, max_tokens, inside=key)]
+    return _recount(result, count)
+
+
+def _recount(result: JSON, count: Any) -> JSON:
+    """``result`` with its ``tokens`` field (a tool's report of its own size) made true."""
+    if isinstance(result.get("tokens"), int):
+        for _ in range(3):  # the field's own digits count too
+            result["tokens"] = int(count(to_json(result)))
     return result
 
 

@@ -35,6 +35,13 @@ Limit = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
 Roles = Annotated[list[RoleName] | None, Query(description="Only these roles (repeatable).")]
 Since = Annotated[datetime | None, Query(description="Only messages at or after (ISO).")]
 Until = Annotated[datetime | None, Query(description="Only messages before (ISO).")]
+AsOf = Annotated[
+    datetime | None,
+    Query(description="When the question is asked (ISO; default now): date phrases count from it."),
+]
+Partner = Annotated[
+    bool, Query(description="Also return each hit's exchange partner (question or answer).")
+]
 
 
 @router.get("/scopes/{scope}/search", response_model=SearchOut)
@@ -46,9 +53,14 @@ async def search_scope(
     role: Roles = None,
     start: Since = None,
     end: Until = None,
+    as_of: AsOf = None,
+    partner: Partner = False,
 ) -> SearchOut:
     """Ranked full-text search over every session of the scope, with highlighted snippets."""
-    hits = await offload(engram.search, q, scope, limit=limit, roles=role, start=start, end=end)
+    hits = await offload(
+        engram.search, q, scope, limit=limit, roles=role, start=start, end=end,
+        as_of=as_of, partner=partner,
+    )  # fmt: skip
     return SearchOut(hits=[hit_out(h) for h in hits])
 
 
@@ -62,13 +74,17 @@ async def search_session(
     role: Roles = None,
     start: Since = None,
     end: Until = None,
+    as_of: AsOf = None,
+    partner: Partner = False,
 ) -> SearchOut:
     """Ranked full-text search of one session."""
     hits = await on_session(
         engram,
         scope,
         session,
-        lambda handle: handle.search(q, limit=limit, roles=role, start=start, end=end),
+        lambda handle: handle.search(
+            q, limit=limit, roles=role, start=start, end=end, as_of=as_of, partner=partner
+        ),
     )
     return SearchOut(hits=[hit_out(h) for h in hits])
 
@@ -92,12 +108,15 @@ async def by_date(
     limit: Limit = 20,
     role: Roles = None,
     all_sessions: bool = False,
+    as_of: AsOf = None,
 ) -> DateRangeOut:
     """Messages of a day or range, oldest first, read in ``tz`` (default: the server's)."""
 
     def read(handle: Session) -> DateRangeOut:
-        start, end = handle.date_range(when, tz=tz)
-        found = handle.by_date(when, limit=limit, roles=role, all_sessions=all_sessions, tz=tz)
+        start, end = handle.date_range(when, tz=tz, as_of=as_of)
+        found = handle.by_date(
+            when, limit=limit, roles=role, all_sessions=all_sessions, tz=tz, as_of=as_of
+        )
         return DateRangeOut(start=start, end=end, messages=messages_out(found))
 
     return await on_session(engram, scope, session, read)

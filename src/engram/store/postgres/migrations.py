@@ -9,12 +9,14 @@ in the first schema of the connection's ``search_path``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import psycopg
 
 from engram.errors import MigrationError
-from engram.search.index import CONTEXT_CHARS, CONTEXT_TURNS, FLAG_QUESTION
+from engram.models import JSON
+from engram.search.index import LOOKBACK, Recent, contexts
 
 #: Advisory-lock key taken while migrating (any constant; "engram" in ASCII).
 MIGRATION_LOCK_KEY = 0x656E6772616D
@@ -225,6 +227,12 @@ def m004_api_keys(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     )
 
 
+# What migration 005 indexed, as it shipped (the search index has changed since).
+_M005_CONTEXT_CHARS = 300
+_M005_CONTEXT_TURNS = 2
+_M005_QUESTION = 2
+
+
 def m005_search_columns(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     """Index neighbour context and date words with their own weights; list participants.
 
@@ -251,7 +259,7 @@ def m005_search_columns(conn: psycopg.Connection[tuple[object, ...]]) -> None:
                                          'FMDD FMMonth YYYY FMDay')),
             search_flags = CASE WHEN rtrim(m.content) LIKE '%%?' THEN %(question)s ELSE 0 END
         """,
-        {"chars": CONTEXT_CHARS, "turns": CONTEXT_TURNS, "question": FLAG_QUESTION},
+        {"chars": _M005_CONTEXT_CHARS, "turns": _M005_CONTEXT_TURNS, "question": _M005_QUESTION},
     )
     conn.execute("ALTER TABLE messages DROP COLUMN search")
     conn.execute(
@@ -323,6 +331,68 @@ def m007_message_parts(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     conn.execute("ALTER TABLE messages ADD COLUMN parts json")
 
 
+#: Rows of one session read at a time by :func:`m008_turn_context`.
+_REINDEX_CHUNK = 2000
+
+
+def m008_turn_context(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Index each message with the turn it follows; flag questions and answers anew.
+
+    As the SQLite migration ``m007_turn_context``: the neighbour context becomes
+    the previous turn alone, a question flag only marks a message that asks and
+    states nothing, and a message after one that only asks is flagged as its
+    answer (:func:`engram.search.index.contexts`); only changed rows are
+    written (the generated ``search`` follows). Then extended statistics on
+    the message's own words (``search`` without the context weight ``B``), so
+    the search can tell how many messages *say* a word (see ``search.py``; PostgreSQL
+    14 or later, before that the statistics of ``search`` serve).
+    """
+    sessions = conn.execute("SELECT scope, id FROM sessions").fetchall()
+    for scope, session in sessions:
+        window: list[Recent] = []
+        after = 0
+        while True:
+            rows = conn.execute(
+                "SELECT id, role, content, tool_calls, tool_call_id, search_context, search_flags"
+                " FROM messages WHERE scope = %s AND session = %s AND id > %s"
+                " ORDER BY id LIMIT %s",
+                (scope, session, after, _REINDEX_CHUNK),
+            ).fetchall()
+            if not rows:
+                break
+            batch = [
+                Recent(str(r[1]), str(r[2]), _calls(r[3]), r[4] if r[4] is None else str(r[4]))
+                for r in rows
+            ]
+            changed = [
+                (context, flags, row[0])
+                for row, (context, flags) in zip(rows, contexts(window, batch), strict=True)
+                if (context, flags) != (row[5] or "", row[6])
+            ]
+            if changed:
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        "UPDATE messages SET search_context = %s, search_flags = %s WHERE id = %s",
+                        changed,
+                    )
+            window = (window + batch)[-LOOKBACK:]
+            after = int(str(rows[-1][0]))
+    version = conn.execute("SHOW server_version_num").fetchone()
+    if version is not None and int(str(version[0])) >= 140000:  # statistics on expressions
+        conn.execute(
+            f"CREATE STATISTICS {OWN_WORDS} ON (ts_filter(search, '{{a,c,d}}')) FROM messages"
+        )
+
+
+def _calls(value: object) -> list[JSON] | None:
+    if isinstance(value, list):
+        return value
+    return json.loads(value) if isinstance(value, str) and value else None
+
+
+#: Extended statistics of the words of a message's own text, date words and name.
+OWN_WORDS = "messages_own_words"
+
 #: Every migration, in order. Append only; never edit one that has shipped.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
@@ -332,6 +402,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (5, "search_columns", m005_search_columns),
     (6, "message_vectors", m006_message_vectors),
     (7, "message_parts", m007_message_parts),
+    (8, "turn_context", m008_turn_context),
 ]
 
 

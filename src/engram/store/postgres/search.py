@@ -1,27 +1,24 @@
 """Full-text search of the PostgreSQL backend: a weighted tsvector, one OR query.
 
 ``messages.search`` is a stored, generated tsvector with four weights: the
-content ``A``, the neighbour context ``B`` (the previous turns, written at
-append), the date words ``C`` and the speaker's name ``D`` (see
+content ``A``, the neighbour context ``B`` (the turn a message follows, written
+at append), the date words ``C`` and the speaker's name ``D`` (see
 :mod:`engram.search.index`), under a GIN index. A search ORs the plan's terms
 (``plainto_tsquery`` each, so user text is never tsquery syntax) and phrases
-(``phraseto_tsquery``), and ranks with ``ts_rank_cd`` and the plan's column
-weights (the neighbour context apart, with ``ts_rank``) times its rank factors
-(participants, a date range, questions).
-
-``ts_rank_cd`` is not BM25: it scores by how often and how close together
-the query words occur, normalised by nothing unless asked, and it has no
-inverse document frequency, so a rare word counts no more than a common one.
-Rankings therefore differ from the SQLite backend's in detail (BM25 favours
-the message holding the rarest query word); both put messages that hold more
-of the query words, in the content rather than the context, first.
+(``phraseto_tsquery``), scores the matches BM25-like with IDFs from the word
+statistics (:mod:`engram.store.postgres.ranking`), the neighbour context apart,
+times the plan's rank factors (participants, a date range, questions), and
+caps each message lifted by its context below the turn it follows
+(:func:`engram.search.lift.settle`). Snippets come from ``ts_headline`` for the
+hits only.
 
 Only the messages that rare words, phrases and rare pairs of common words find
-are scored (:func:`engram.search.query.tiers`, without weightless words: every
-word counts in ``ts_rank_cd``); the share of messages holding each word is
-read from the planner's statistics of ``messages.search`` (``pg_stats``, kept
-by ANALYZE and autovacuum; no statistics yet: every word is rare). When they
-find fewer hits than asked for, a second pass with every word fills in below.
+are scored (:func:`engram.search.query.tiers`, without weightless words); the
+share of messages holding each word in their *own* text (not the neighbour
+context) is read from the extended statistics ``messages_own_words`` (kept by
+ANALYZE and autovacuum; before PostgreSQL 14 the statistics of the whole
+``search``; no statistics yet: every word is rare). When they find fewer hits
+than asked for, a second pass with every word fills in below.
 """
 
 from __future__ import annotations
@@ -34,11 +31,14 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from engram.models import NewMessage, SearchHit
-from engram.search.index import FLAG_OWN_RESULT, FLAG_QUESTION, LOOKBACK, Recent, entries
+from engram.search.index import (
+    FLAG_OWN_RESULT,
+    LOOKBACK,
+    Recent,
+    entries,
+)
+from engram.search.lift import Scored, missing_sources, pool_size, settle
 from engram.search.query import (
-    DATE_BOOST,
-    NAME_WEIGHT,
-    SPEAKER_BOOST,
     SearchQuery,
     Tiers,
     parse,
@@ -46,7 +46,9 @@ from engram.search.query import (
 )
 from engram.search.stems import WHOLE_CHARS, Stemmer, highlight
 from engram.store.common import clamp, utc
+from engram.store.postgres import ranking
 from engram.store.postgres.connection import Conn, PostgresConnections
+from engram.store.postgres.migrations import OWN_WORDS
 from engram.store.postgres.rows import MESSAGE_COLUMNS, MESSAGE_WIDTH, message
 
 #: Text-search configuration made by migration 001 (English stems, no stop words).
@@ -122,7 +124,7 @@ def record_speakers(conn: Conn, scope: str, session: str, batch: Sequence[NewMes
 class PostgresSearch(PostgresConnections):
     """The search half of :class:`~engram.store.postgres.backend.PostgresStore`."""
 
-    _shares: tuple[float, dict[str, float]] | None = None
+    _shares: tuple[float, dict[str, float], float] | None = None
 
     def speakers(self, scope: str, session: str | None = None) -> list[str]:
         """Names of the participants of a session (or of every session of the scope)."""
@@ -164,27 +166,44 @@ class PostgresSearch(PostgresConnections):
         if split is not None and split.common:
             finders.insert(0, _tsquery(plan, split.rare, split.pairs, params))
         where = _filters(plan, params, session, roles, start, end)
-        score = _score(plan, params)
+        shares, params["avg_length"] = self._statistics()
+        own, lift = ranking.score(plan, params, ranking.weights(plan, shares))
+        labelled = ranking.queries(plan, params)
         columns = ", ".join(f"m.{c.strip()}" for c in MESSAGE_COLUMNS.split(","))
         params["options"] = HEADLINE_OPTIONS
         params["whole"] = WHOLE_OPTIONS
+        params["pool"] = pool_size(params["limit"])
         words = plan.words()
 
         def work(conn: Conn) -> list[SearchHit]:
-            rows: list[Any] = []
+            ranked: list[tuple[int, float]] = []
             for finder in finders:
                 # Never prepared: with the words as constants the planner folds the
                 # tsquery and estimates from the tsvector statistics. A later pass
                 # fills in below the hits of the earlier one.
-                sql = _SEARCH.format(
-                    query=every, finder=finder, score=score, where=where, columns=columns
+                sql = _RANK.format(
+                    query=every, finder=finder, labelled=labelled, own=own, lift=lift, where=where
                 )
-                seen = {row[0] for row in rows}
-                more = conn.execute(sql, params, prepare=False).fetchall()
-                rows += [row for row in more if row[0] not in seen][: params["limit"] - len(rows)]
-                if len(rows) >= params["limit"]:
+                seen = {mid for mid, _ in ranked}
+                found = conn.execute(sql, params, prepare=False).fetchall()
+                pool = [
+                    Scored(int(row[0]), float(row[1]), float(row[2]), int(row[3]))
+                    for row in found
+                    if row[0] not in seen
+                ]
+                sources = {row[0]: row[4] for row in found if row[4] is not None}
+                sources = {mid: src for mid, src in sources.items() if src not in seen}
+                missing = missing_sources(pool, sources)
+                outside = _outside(conn, missing, every, labelled, (own, lift), where, params)
+                ranked += settle(pool, sources, outside)[: params["limit"] - len(ranked)]
+                if len(ranked) >= params["limit"]:
                     break
-            return _hits(rows, words)
+            if not ranked:
+                return []
+            params["ids"] = [mid for mid, _ in ranked]
+            rows = conn.execute(_ROWS.format(query=every, columns=columns), params, prepare=False)
+            by_id = {row[0]: row for row in rows}
+            return _hits([(by_id[mid], score) for mid, score in ranked if mid in by_id], words)
 
         return self._read(work)
 
@@ -192,26 +211,35 @@ class PostgresSearch(PostgresConnections):
         """The plan's words sorted by their share of messages (None: search with all)."""
         if not plan.tiered or len(plan.terms) + len(plan.phrases) < 2:
             return None
-        shares = self._lexeme_shares()
+        shares, _ = self._statistics()
         stemmer = Stemmer()
         counts = {t: round(shares.get(stemmer.stem(t), 0.0) * _PER) for t in plan.terms}
         return tiers(plan, counts, _PER, bm25=False)
 
-    def _lexeme_shares(self) -> dict[str, float]:
-        """Share of messages holding each frequent lexeme, from the planner's statistics."""
+    def _statistics(self) -> tuple[dict[str, float], float]:
+        """The shares of messages holding each frequent lexeme, and a message's mean length.
+
+        Shares count a message's own text (not its neighbour context); the length is
+        its lexeme count. Both are cached for :data:`SHARES_MAX_AGE_S`.
+        """
         cached = self._shares
         if cached is not None and time.monotonic() - cached[0] < SHARES_MAX_AGE_S:
-            return cached[1]
+            return cached[1], cached[2]
 
-        def work(conn: Conn) -> dict[str, float]:
-            row = conn.execute(_SHARES).fetchone()
+        def work(conn: Conn) -> tuple[dict[str, float], float]:
+            known = conn.execute(_HAS_EXPRESSION_STATS).fetchone()
+            row = conn.execute(_SHARES).fetchone() if known and known[0] else None
+            if row is None:  # before PostgreSQL 14, or not analyzed since the statistics
+                row = conn.execute(_ALL_SHARES).fetchone()
+            mean = conn.execute(_MEAN_LENGTH).fetchone()
+            length = float(mean[0]) if mean and mean[0] else 30.0
             if row is None or not row[0]:
-                return {}
-            return dict(zip(row[0], row[1], strict=False))
+                return {}, length
+            return dict(zip(row[0], row[1], strict=False)), length
 
-        shares = self._read(work)
-        self._shares = (time.monotonic(), shares)
-        return shares
+        shares, length = self._read(work)
+        self._shares = (time.monotonic(), shares, length)
+        return shares, length
 
 
 # Share of rows are read as counts per this many rows (search_query.tiers takes counts).
@@ -220,28 +248,82 @@ _PER = 1_000_000
 #: Seconds the lexeme shares of the statistics are kept before they are read again.
 SHARES_MAX_AGE_S = 300.0
 
-# ANALYZE keeps the most common lexemes of a tsvector column with the share of rows holding
-# each (autovacuum refreshes them as the table grows); a lexeme not listed is rarer.
-_SHARES = """
+# ANALYZE keeps the most common lexemes of a tsvector with the share of rows holding each
+# (autovacuum refreshes them as the table grows); a lexeme not listed is rarer. The
+# extended statistics of the messages' own words (no neighbour context) come first; the
+# statistics of the whole ``search`` serve where they are missing (PostgreSQL before 14).
+_SHARES = f"""
+    SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats_ext_exprs
+    WHERE statistics_schemaname = current_schema() AND statistics_name = '{OWN_WORDS}'
+      AND most_common_elems IS NOT NULL
+"""
+_HAS_EXPRESSION_STATS = "SELECT to_regclass('pg_catalog.pg_stats_ext_exprs') IS NOT NULL"
+# The mean lexeme count of the newest messages (BM25's average length).
+_MEAN_LENGTH = (
+    "SELECT avg(length(search)) FROM (SELECT search FROM messages ORDER BY id DESC LIMIT 1000) r"
+)
+_ALL_SHARES = """
     SELECT most_common_elems::text::text[], most_common_elem_freqs FROM pg_stats
     WHERE schemaname = current_schema() AND tablename = 'messages' AND attname = 'search'
 """
 
-# {query}: every word, which scores; {finder}: the words that find the candidates.
-_SEARCH = f"""
-    WITH q AS NOT MATERIALIZED (SELECT ({{query}}) AS query, ({{finder}}) AS finder),
+# {query}: every word, which scores; {finder}: the words that find the candidates. The
+# turn each of the best matches follows (its context's source) only for those lifted by it.
+_RANK = """
+    WITH q AS NOT MATERIALIZED (
+        SELECT ({query}) AS query, ({finder}) AS finder, {labelled}
+    ),
     top AS (
-        SELECT m.id, {{score}} AS score FROM messages m, q
-        WHERE numnode(q.finder) > 0 AND m.search @@ q.finder AND {{where}}
-        ORDER BY score DESC, m.id DESC LIMIT %(limit)s
+        SELECT * FROM (
+            SELECT m.id, m.scope, m.session, {own} AS own, {lift} AS lift, m.search_flags
+            FROM messages m, q
+            WHERE numnode(q.finder) > 0 AND m.search @@ q.finder AND {where}
+        ) found ORDER BY found.own + found.lift DESC, found.id DESC LIMIT %(pool)s
     )
-    SELECT top.id, {{columns}}, top.score,
+    SELECT top.id, top.own, top.lift, top.search_flags,
+           CASE WHEN top.lift > 0 THEN (
+               SELECT p.id FROM messages p
+               WHERE p.scope = top.scope AND p.session = top.session AND p.id < top.id
+                 AND p.role IN ('user', 'assistant') AND btrim(p.content, E' \\t\\n\\r') <> ''
+               ORDER BY p.id DESC LIMIT 1) END
+    FROM top
+"""
+
+# Scores of sources that are not among the best matches (with the same filters).
+_OUTSIDE = """
+    WITH q AS NOT MATERIALIZED (SELECT ({query}) AS query, {labelled})
+    SELECT m.id, {own}, {lift}, m.search_flags FROM messages m, q
+    WHERE m.id = ANY(%(missing)s) AND m.search @@ q.query AND {where}
+"""
+
+_ROWS = f"""
+    WITH q AS NOT MATERIALIZED (SELECT ({{query}}) AS query)
+    SELECT m.id, {{columns}},
            ts_headline('{TS_CONFIG}', m.content, q.query,
                        CASE WHEN length(m.content) <= {WHOLE_CHARS}
                             THEN %(whole)s ELSE %(options)s END) AS snippet
-    FROM top JOIN messages m ON m.id = top.id, q
-    ORDER BY top.score DESC, top.id DESC
+    FROM messages m, q WHERE m.id = ANY(%(ids)s)
 """
+
+
+def _outside(
+    conn: Conn,
+    missing: list[int],
+    query: str,
+    labelled: str,
+    scores: tuple[str, str],
+    where: str,
+    params: dict[str, Any],
+) -> dict[int, Scored]:
+    """Scores of the ``missing`` sources that match under the same filters."""
+    if not missing:
+        return {}
+    own, lift = scores
+    sql = _OUTSIDE.format(query=query, labelled=labelled, own=own, lift=lift, where=where)
+    rows = conn.execute(sql, {**params, "missing": missing}, prepare=False)
+    return {
+        int(row[0]): Scored(int(row[0]), float(row[1]), float(row[2]), int(row[3])) for row in rows
+    }
 
 
 def _tsquery(
@@ -265,23 +347,20 @@ def _tsquery(
     return " || ".join(parts)
 
 
-def _hits(rows: Sequence[Any], words: Sequence[str]) -> list[SearchHit]:
+def _hits(rows: Sequence[tuple[Any, float]], words: Sequence[str]) -> list[SearchHit]:
+    """Hits of ``(row of _ROWS, score)`` pairs, in that order."""
     stemmer = Stemmer()
     wanted = stemmer.stems(words)
     hits = []
-    for full in rows:
+    for full, score in rows:
         row = full[1:]
-        snippet = str(row[MESSAGE_WIDTH + 1])
+        snippet = str(row[MESSAGE_WIDTH])
         if "[" not in snippet:
             # ts_headline tokenizes the raw text (``3.14`` is one token), and a
             # hit by its context marks nothing: mark (or show) in Python.
             snippet = highlight(row[4], stemmer.words(row[4]), wanted, name=row[7])
         hits.append(
-            SearchHit(
-                message=message(row[:MESSAGE_WIDTH]),
-                score=float(row[MESSAGE_WIDTH]),
-                snippet=snippet,
-            )
+            SearchHit(message=message(row[:MESSAGE_WIDTH]), score=float(score), snippet=snippet)
         )
     return hits
 
@@ -313,41 +392,6 @@ def _filters(
         filters.append("m.id <> ALL(%(exclude)s::bigint[])")
         params["exclude"] = sorted(plan.exclude_ids)
     return " AND ".join(filters)
-
-
-def _score(plan: SearchQuery, params: dict[str, Any]) -> str:
-    # Weights are {D, C, B, A}: name, date words, context, content. ts_rank_cd adds up
-    # every occurrence with no saturation, so the context (two whole turns) is scored
-    # apart and squashed into [0, 1) (normalization 32): it lifts a message, never
-    # outweighs the message's own words. It is scored by ts_rank, a third of the cost of
-    # ts_rank_cd per message, with the same recall on the retrieval benchmark.
-    params["weights"] = [NAME_WEIGHT, plan.date_weight, 0.0, 1.0]
-    score = "(ts_rank_cd(%(weights)s::float4[], m.search, q.query)"
-    if plan.context_weight > 0:
-        params["context_weight"] = plan.context_weight
-        score += (
-            " + %(context_weight)s * 0.1 * ts_rank('{0, 0, 1, 0}'::float4[], m.search, q.query, 32)"
-        )
-    score += ")"
-    if plan.speakers:
-        params["speakers"] = list(plan.speakers)
-        score += (
-            " * (CASE WHEN lower(m.name) = ANY(%(speakers)s)"
-            " OR lower(m.metadata->>'speaker') = ANY(%(speakers)s)"
-            f" THEN {SPEAKER_BOOST} ELSE 1.0 END)"
-        )
-    if plan.boost_start is not None and plan.boost_end is not None:
-        params["boost_start"], params["boost_end"] = utc(plan.boost_start), utc(plan.boost_end)
-        score += (
-            " * (CASE WHEN m.created_at >= %(boost_start)s AND m.created_at < %(boost_end)s"
-            f" THEN {DATE_BOOST} ELSE 1.0 END)"
-        )
-    if plan.question_factor != 1.0:
-        score += (
-            f" * (CASE WHEN (m.search_flags & {FLAG_QUESTION}) <> 0"
-            f" THEN {float(plan.question_factor)!r} ELSE 1.0 END)"
-        )
-    return score
 
 
 __all__ = [

@@ -37,13 +37,14 @@ NULL for "nothing" so readers can skip decoding.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from engram.errors import MigrationError
-from engram.search.index import CONTEXT_CHARS, CONTEXT_TURNS, FLAG_QUESTION, date_words
+from engram.search.index import LOOKBACK, Recent, contexts, date_words
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -202,6 +203,12 @@ def m003_api_keys(conn: sqlite3.Connection) -> None:
     )
 
 
+# What migration 004 indexed, as it shipped (the search index has changed since).
+_M004_CONTEXT_CHARS = 300
+_M004_CONTEXT_TURNS = 2
+_M004_QUESTION = 2
+
+
 def m004_search_columns(conn: sqlite3.Connection) -> None:
     """Index each message's neighbour context and date words, and flag what search skips.
 
@@ -231,7 +238,7 @@ def m004_search_columns(conn: sqlite3.Connection) -> None:
             search_context = coalesce((SELECT context FROM ctx WHERE ctx.id = messages.id), ''),
             search_dates = engram_date_words(created_at),
             search_flags = CASE WHEN rtrim(content) LIKE '%?' THEN ?3 ELSE 0 END""",
-        (CONTEXT_CHARS, CONTEXT_TURNS, FLAG_QUESTION),
+        (_M004_CONTEXT_CHARS, _M004_CONTEXT_TURNS, _M004_QUESTION),
     )
     for statement in (
         """CREATE TABLE participants (
@@ -298,6 +305,45 @@ def m006_message_parts(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE messages ADD COLUMN parts TEXT")
 
 
+#: Rows of one session read at a time by :func:`m007_turn_context`.
+_REINDEX_CHUNK = 2000
+
+
+def m007_turn_context(conn: sqlite3.Connection) -> None:
+    """Index each message with the turn it follows, and flag questions and answers anew.
+
+    The neighbour context becomes the previous turn alone (it was the previous
+    two), a question flag only marks a message that asks and states nothing,
+    and a message after one that only asks is flagged as its answer (see
+    :func:`engram.search.index.contexts`). Each session is read in order, a
+    chunk at a time; only rows that change are written (and re-indexed by the
+    update trigger). Date words stay as they are.
+    """
+    for (pk,) in conn.execute("SELECT id FROM sessions").fetchall():
+        window: list[Recent] = []
+        after = 0
+        while True:
+            rows = conn.execute(
+                "SELECT id, role, content, tool_calls, tool_call_id, search_context, search_flags"
+                " FROM messages INDEXED BY messages_session_id"
+                " WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
+                (pk, after, _REINDEX_CHUNK),
+            ).fetchall()
+            if not rows:
+                break
+            batch = [Recent(r[1], r[2], json.loads(r[3]) if r[3] else None, r[4]) for r in rows]
+            conn.executemany(
+                "UPDATE messages SET search_context = ?, search_flags = ? WHERE id = ?",
+                [
+                    (context, flags, row[0])
+                    for row, (context, flags) in zip(rows, contexts(window, batch), strict=True)
+                    if (context, flags) != (row[5] or "", row[6])
+                ],
+            )
+            window = (window + batch)[-LOOKBACK:]
+            after = rows[-1][0]
+
+
 #: Every migration, in the order it is applied. Append only: never edit or reorder.
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial,
@@ -306,6 +352,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m004_search_columns,
     m005_message_vectors,
     m006_message_parts,
+    m007_turn_context,
 )
 
 _CREATE_LEDGER = """CREATE TABLE IF NOT EXISTS _migrations (

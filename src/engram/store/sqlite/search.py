@@ -2,13 +2,16 @@
 
 The index is ``messages_fts`` (FTS5, Porter stemming, external content on
 ``messages``) over four columns: the message's ``content``, the speaker's
-``name``, ``search_context`` (the previous turns of the session) and
+``name``, ``search_context`` (the turn the message follows) and
 ``search_dates`` (the day as words), all written at append (see
 :mod:`engram.search.index`). A search is one OR query over the plan's terms
 and phrases (:mod:`engram.search.query`), ranked by BM25 with per-column
 weights, times rank factors: a participant the query names, a date range it
-names, and a message that only asks. Results of Engram's own retrieval tools
-and the ids the plan excludes are never returned.
+names, and a message that only asks; a message lifted by its context is then
+capped below the turn it follows (:func:`engram.search.lift.settle`). Results
+of Engram's own retrieval tools and the ids the plan excludes are never
+returned. How common a word is (the tiers, :mod:`engram.store.sqlite.terms`)
+counts the messages that say it, outside the context column.
 
 It runs in two steps: rank the matches with no snippet (a snippet costs far
 more than a score), then fetch the winners' rows and snippets by id. Ranking
@@ -21,14 +24,23 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Collection, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from engram.models import NewMessage, SearchHit
-from engram.search.index import FLAG_OWN_RESULT, FLAG_QUESTION, LOOKBACK, Recent, entries
+from engram.search.index import (
+    FLAG_ANSWER,
+    FLAG_OWN_RESULT,
+    FLAG_QUESTION,
+    LOOKBACK,
+    Recent,
+    entries,
+)
+from engram.search.lift import Scored, missing_sources, pool_size, settle
 from engram.search.query import (
+    ANSWER_FACTOR,
     DATE_BOOST,
     NAME_WEIGHT,
     SPEAKER_BOOST,
@@ -59,6 +71,7 @@ _SNIPPET = (
     f"CASE WHEN length(m.content) <= {WHOLE_CHARS} THEN highlight(messages_fts, 0, '[', ']')"
     f" ELSE snippet(messages_fts, 0, '[', ']', '…', {SNIPPET_TOKENS}) END"
 )
+_COLUMNS = ("content", "name", "search_context", "search_dates")
 _CANDIDATES = (
     " AND +messages_fts.rowid IN (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?)"
 )
@@ -206,17 +219,36 @@ class SQLiteSearch(SQLiteConnections):
         )
 
 
-def _rank(plan: SearchQuery) -> tuple[str, list[Any]]:
-    """The rank expression (lower is better: BM25 is negative) and its parameters."""
+@dataclass(frozen=True, slots=True)
+class _Rank:
+    """SQL expressions of a message's own score and its context's (higher is better)."""
+
+    own: str
+    lift: str
+    params: list[Any]
+
+
+def _rank(plan: SearchQuery) -> _Rank:
+    """The plan's score expressions, rank factors applied, and their parameters."""
     # The message's own columns, then the neighbour context scored apart: BM25 of a
-    # word sums its columns before saturating, so two turns of context would
-    # otherwise outweigh the message's own words.
+    # word sums its columns before saturating, so the context would otherwise
+    # outweigh the message's own words. BM25 is negative (lower is better): negated.
     weights = (1.0, NAME_WEIGHT, 0.0, plan.date_weight)
-    expr = "(bm25(messages_fts, " + ", ".join(repr(float(w)) for w in weights) + ")"
-    if plan.context_weight > 0:
-        expr += f" + {float(plan.context_weight)!r} * bm25(messages_fts, 0.0, 0.0, 1.0, 0.0)"
-    expr += ")"
-    params: list[Any] = []
+    own = "(-bm25(messages_fts, " + ", ".join(repr(float(w)) for w in weights) + "))"
+    factor, params = _factors(plan)
+    if plan.context_weight <= 0:
+        return _Rank(f"{own}{factor}", "0.0", params)
+    weight, answer = float(plan.context_weight), float(plan.context_weight * ANSWER_FACTOR)
+    lift = (
+        f"(CASE WHEN (m.search_flags & {FLAG_ANSWER}) != 0 THEN {answer!r} ELSE {weight!r} END"
+        " * -bm25(messages_fts, 0.0, 0.0, 1.0, 0.0))"
+    )
+    return _Rank(f"{own}{factor}", f"{lift}{factor}", params + params)
+
+
+def _factors(plan: SearchQuery) -> tuple[str, list[Any]]:
+    """The plan's rank factors as a product (`` * (...)`` each) and its parameters."""
+    expr, params = "", []
     if plan.speakers:
         marks = ", ".join("?" * len(plan.speakers))
         expr += (
@@ -238,6 +270,20 @@ def _rank(plan: SearchQuery) -> tuple[str, list[Any]]:
     return expr, params
 
 
+_SCORED = (
+    "SELECT m.id, {own} AS own, {lift} AS lift, m.search_flags"
+    " FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid"
+    " WHERE messages_fts MATCH ?{restrict}{where}"
+)
+# The turn each message follows: the previous user or assistant message with text.
+_SOURCES = (
+    "SELECT b.id, (SELECT p.id FROM messages p INDEXED BY messages_session_id"
+    " WHERE p.session_id = b.session_id AND p.id < b.id AND p.role IN ('user', 'assistant')"
+    " AND trim(p.content, ' ' || char(9, 10, 11, 12, 13)) != '' ORDER BY p.id DESC LIMIT 1)"
+    " FROM messages b WHERE b.id IN ({marks})"
+)
+
+
 def _search(
     conn: sqlite3.Connection,
     scope: str,
@@ -252,28 +298,66 @@ def _search(
     columns += ["search_context"] if plan.context_weight > 0 else []
     columns += ["search_dates"] if plan.date_weight > 0 else []
     match = fts5_query(plan, columns if len(columns) < 4 else None)
-    rank, rank_params = _rank(plan)
-    ranked: list[Any] = []
+    rank = _rank(plan)
+    ranked: list[tuple[int, float]] = []
     for scored, found in _passes(conn, plan, columns if len(columns) < 4 else None, counts):
         # CROSS JOIN: the full-text index is the outer loop, always; each match then
         # costs one primary-key lookup of its message. ``+rowid`` keeps the candidate
         # list out of FTS5 (as a rowid constraint FTS5 would restart once per id).
         restrict = _CANDIDATES if found else ""
-        more = conn.execute(
-            f"SELECT m.id, {rank} AS rank"
-            " FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid"
-            f" WHERE messages_fts MATCH ?{restrict}{where}"
-            " ORDER BY rank, m.id DESC LIMIT ?",
-            (*rank_params, scored, *((found,) if found else ()), *params, limit),
-        ).fetchall()
-        # A later pass fills in below the hits of the earlier ones (their order stays).
+        sql = _SCORED.format(own=rank.own, lift=rank.lift, restrict=restrict, where=where)
+        pool = [
+            Scored(*row)
+            for row in conn.execute(
+                sql + " ORDER BY own + lift DESC, m.id DESC LIMIT ?",
+                (*rank.params, scored, *((found,) if found else ()), *params, pool_size(limit)),
+            )
+        ]
         seen = {mid for mid, _ in ranked}
-        ranked += [row for row in more if row[0] not in seen][: limit - len(ranked)]
+        pool = [item for item in pool if item.id not in seen]
+        settled = _settle(conn, pool, rank, scored, where, params, seen)
+        # A later pass fills in below the hits of the earlier ones (their order stays).
+        ranked += settled[: limit - len(ranked)]
         if len(ranked) >= limit:
             break
     if not ranked:
         return []
     return _hits(conn, scope, session, match, ranked)
+
+
+def _settle(
+    conn: sqlite3.Connection,
+    pool: list[Scored],
+    rank: _Rank,
+    scored: str,
+    where: str,
+    params: Sequence[Any],
+    ranked: set[int],
+) -> list[tuple[int, float]]:
+    """``pool`` best first, each message lifted by its context capped below its source."""
+    capped = [item.id for item in pool if item.capped]
+    if not capped:
+        return settle(pool, {})
+    marks = ", ".join("?" * len(capped))
+    sources = {
+        mid: source
+        for mid, source in conn.execute(_SOURCES.format(marks=marks), capped)
+        if source is not None and source not in ranked
+    }
+    missing = missing_sources(pool, sources)
+    outside: dict[int, Scored] = {}
+    if missing:
+        marks = ", ".join("?" * len(missing))
+        # A rowid constraint: FTS5 looks each id up instead of walking the matches.
+        sql = _SCORED.format(
+            own=rank.own,
+            lift=rank.lift,
+            restrict=f" AND messages_fts.rowid IN ({marks})",
+            where=where,
+        )
+        found = conn.execute(sql, (*rank.params, scored, *missing, *params))
+        outside = {row[0]: Scored(*row) for row in found}
+    return settle(pool, sources, outside)
 
 
 def _passes(
@@ -293,7 +377,10 @@ def _passes(
     every = fts5_query(plan, columns)
     if not plan.tiered or len(plan.terms) + len(plan.phrases) < 2:
         return [(every, None)]
-    rows, known = counts.counts(conn, plan.terms, columns)
+    # How many messages hold a word in their own text: a word said in few messages is
+    # rare even though the replies after them hold it in their neighbour context.
+    own = [c for c in (columns or _COLUMNS) if c != "search_context"]
+    rows, known = counts.counts(conn, plan.terms, own)
     split = tiers(plan, known, rows)
     scored = fts5_query(replace(plan, terms=split.rare + split.common), columns)
     out: list[tuple[str, str | None]] = []
@@ -338,10 +425,10 @@ def _hits(
     return [
         SearchHit(
             message=message(scope, row[MSG_WIDTH], row),
-            score=-rank,
+            score=score,
             snippet=row[MSG_WIDTH + 1],
         )
-        for mid, rank in ranked
+        for mid, score in ranked
         if (row := rows.get(mid)) is not None
     ]
 
