@@ -201,7 +201,11 @@ class ScopePurgedOut(BaseModel):
 
     success: bool
     sessions: int
+    messages: int
     memories: int
+    forgotten: bool = Field(
+        description="Whether the audit trail and usage went too (``forget=true``)."
+    )
 
 
 # -- the prompt ----------------------------------------------------------------------------
