@@ -57,6 +57,16 @@ def is_loopback(host: str) -> bool:
     help="Proxy: send the system prompt, memories and summary as one system message.",
 )
 @click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    metavar="NAME",
+    multiple=True,
+    envvar="ENGRAM_ALLOWED_HOSTS",
+    help="While the store holds no API key, also answer requests whose Host is NAME "
+    "(repeatable; $ENGRAM_ALLOWED_HOSTS, separated by spaces). Without it only localhost, "
+    "loopback addresses and the address listened on are answered (others: 421).",
+)
+@click.option(
     "--log-level",
     default="warning",
     show_default=True,
@@ -73,6 +83,7 @@ def serve_command(
     upstream: str | None,
     budget: int | None,
     single_system: bool,
+    allowed_hosts: tuple[str, ...],
     log_level: str,
 ) -> None:
     """Serve the REST API (OpenAPI at /docs, metrics at /metrics)."""
@@ -99,7 +110,7 @@ def serve_command(
         if sample and not mem.scopes():
             store_sample(mem, replay_turns=True)
             click.echo(f"Loaded the sample conversation into scope {DEMO_SCOPE!r}.")
-        app = create_app(mem, ServerSettings(proxy=proxy))
+        app = create_app(mem, ServerSettings(proxy=proxy, allowed_hosts=allowed_hosts))
         _announce(mem.url, host, port, keys)
         if proxy is not None:
             click.echo(f"  proxy      {_base(host, port)}/v1/chat/completions -> {proxy.base_url}")

@@ -29,6 +29,7 @@ from engram.server.auth import KeyCheck
 from engram.server.body_limit import BodyLimit
 from engram.server.deps import ERROR_RESPONSES, RIGHTS_KEY, enforce_rights, rights_of
 from engram.server.errors import install_error_handlers
+from engram.server.hosts import LocalHosts
 from engram.server.mcp_mount import mount_mcp
 from engram.server.metrics import ServerMetrics
 from engram.server.routes import RESOURCES, health, proxy
@@ -86,7 +87,8 @@ def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAP
     )
     app.state.engram = engram
     app.state.settings = settings
-    app.state.key_check = KeyCheck(engram, settings.key_cache_seconds)
+    keys = KeyCheck(engram, settings.key_cache_seconds)
+    app.state.key_check = keys
     metrics = ServerMetrics(engram)
     app.state.metrics = metrics
     install_error_handlers(app)
@@ -101,4 +103,5 @@ def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAP
         mount_mcp(app)
     app.add_middleware(_Timed, metrics=metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(LocalHosts, keys=keys, allowed=settings.allowed_hosts)  # outermost
     return app

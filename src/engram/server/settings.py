@@ -47,6 +47,10 @@ class ServerSettings:
             Resource Metadata names (those whose tokens the verifier accepts).
         public_url: The server's URL as clients reach it (behind a reverse
             proxy); None: each request's own.
+        allowed_hosts: Names besides this machine's (``localhost``, loopback
+            addresses, the address a request arrived on) that a request's ``Host``
+            may carry while the store holds no API key; others get 421
+            (see :mod:`engram.server.hosts`).
 
     """
 
@@ -59,3 +63,4 @@ class ServerSettings:
     mcp_token_verifier: Any = None
     mcp_authorization_servers: tuple[str, ...] = ()
     public_url: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
