@@ -30,7 +30,8 @@ from engram.server.body_limit import BodyLimit
 from engram.server.deps import ERROR_RESPONSES, RIGHTS_KEY, enforce_rights, rights_of
 from engram.server.errors import install_error_handlers
 from engram.server.hosts import LocalHosts
-from engram.server.mcp_mount import mount_mcp
+from engram.server.json_only import JsonOnly
+from engram.server.mcp_mount import MCP_PATH, mount_mcp
 from engram.server.metrics import ServerMetrics
 from engram.server.routes import RESOURCES, health, proxy
 from engram.server.settings import ServerSettings
@@ -41,7 +42,8 @@ DESCRIPTION = """Conversation memory for LLM applications, as a service.
 Every `/v1` route needs `Authorization: Bearer KEY` once the store holds an API key
 (`engram keys create`); an admin key reaches everything, other keys only their scopes,
 read-only keys only read. Each operation says the rights it needs in `x-engram-rights`.
-Errors are `{"error": {"type", "message", "field"}}`.
+Errors are `{"error": {"type", "message", "field"}}`. Request bodies are JSON: a `POST`,
+`PUT` or `PATCH` without `Content-Type: application/json` gets 415.
 """
 
 
@@ -103,5 +105,6 @@ def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAP
         mount_mcp(app)
     app.add_middleware(_Timed, metrics=metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(JsonOnly, prefixes=("/v1", MCP_PATH))  # no cross-site simple request
     app.add_middleware(LocalHosts, keys=keys, allowed=settings.allowed_hosts)  # outermost
     return app

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engram.server.errors import send_error
+from engram.server.asgi import send_error
 
 
 class BodyLimit:

@@ -12,7 +12,6 @@ the server: an unexpected exception is logged here and answered with a bare
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -22,7 +21,6 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import Send
 
 from engram.errors import (
     ConfigError,
@@ -106,30 +104,6 @@ def status_of(exc: EngramError) -> tuple[int, str]:
 def error_body(kind: str, message: str, field: str | None = None) -> dict[str, Any]:
     """The JSON body of every error response."""
     return {"error": {"type": kind, "message": message, "field": field}}
-
-
-async def send_error(
-    send: Send,
-    status: int,
-    kind: str,
-    message: str,
-    field: str | None = None,
-    headers: Sequence[tuple[bytes, bytes]] = (),
-) -> None:
-    """Answer an error from a pure ASGI middleware, in the same shape as every other."""
-    body = json.dumps(error_body(kind, message, field)).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 async def _engram_error(request: Request, exc: Exception) -> JSONResponse:

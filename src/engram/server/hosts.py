@@ -22,8 +22,8 @@ from collections.abc import Iterable
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engram.aio import offload
+from engram.server.asgi import header, send_error
 from engram.server.auth import KeyCheck
-from engram.server.errors import send_error
 
 #: The names of this machine that no DNS answer can change.
 LOOPBACK_NAMES = frozenset({"localhost"})
@@ -68,7 +68,7 @@ class LocalHosts:
         if not local:
             await self.app(scope, receive, send)
             return
-        name = _header(scope, b"host")
+        name = header(scope, b"host")
         await send_error(
             send,
             421,
@@ -81,18 +81,11 @@ class LocalHosts:
         )
 
     def _addressed_here(self, scope: Scope) -> bool:
-        header = _header(scope, b"host")
-        if header is None:
+        given = header(scope, b"host")
+        if given is None:
             return True
-        name = host_name(header)
+        name = host_name(given)
         if is_loopback_name(name) or name in self.allowed:
             return True
         server = scope.get("server")
         return server is not None and name == host_name(str(server[0]))
-
-
-def _header(scope: Scope, key: bytes) -> str | None:
-    for name, value in scope.get("headers") or ():
-        if name == key:
-            return bytes(value).decode("latin-1")
-    return None
