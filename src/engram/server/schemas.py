@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from engram.intake.checks import MAX_CONTENT_BYTES
+from engram.limits import MAX_BUDGET
 from engram.server.settings import MAX_BATCH, MAX_PAGE_SIZE
 
 JSONObject = dict[str, Any]
@@ -216,8 +217,8 @@ class ContextIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    budget: int | None = Field(None, ge=1, le=10_000_000, description="Tokens in all.")
-    reserve: int | None = Field(None, ge=0, le=10_000_000, description="Kept for the answer.")
+    budget: int | None = Field(None, ge=1, le=MAX_BUDGET, description="Tokens in all.")
+    reserve: int | None = Field(None, ge=0, le=MAX_BUDGET, description="Kept for the answer.")
     system: str | None = Field(None, max_length=MAX_CONTENT_BYTES)
     model: str | None = Field(None, max_length=200)
     policy: str | JSONObject | None = None
