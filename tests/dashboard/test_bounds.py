@@ -34,6 +34,7 @@ def dash(mem: Engram) -> Iterator[TestClient]:
         f"/p/app?offset={HUGE}",
         f"/p/app?offset={MAX_OFFSET + 1}",
         f"{SESSION}?after={HUGE}",
+        f"{SESSION}?after=0",
         f"{SESSION}?at={HUGE}",
         f"{SESSION}?budget={MAX_BUDGET + 1}",
         f"{SESSION}/history?after={HUGE}",
@@ -54,6 +55,7 @@ def test_an_integer_past_the_bound_is_422_naming_it(dash: TestClient, url: str) 
         (f"/p/app?offset={MAX_OFFSET}", 200),
         (f"{SESSION}?after={MAX_MESSAGE_ID}", 200),
         (f"{SESSION}?at={MAX_MESSAGE_ID}", 404),
+        (f"{SESSION}?at=1", 200),  # the first message: the history opens at it
         (f"{SESSION}/history?before={MAX_MESSAGE_ID}", 200),
     ],
 )

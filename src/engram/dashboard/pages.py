@@ -47,7 +47,7 @@ AUDIT_EVENTS = 100
 # Integers of the query and the forms are bounded as the REST API bounds them: a value no
 # backend can hold is a 422 naming the field, never a store error.
 Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
-AfterId = Annotated[int | None, Query(ge=0, le=MAX_MESSAGE_ID)]
+AfterId = Annotated[int | None, Query(ge=1, le=MAX_MESSAGE_ID)]
 MessageId = Annotated[int | None, Query(ge=1, le=MAX_MESSAGE_ID)]
 Budget = Annotated[int | None, Query(ge=1, le=MAX_BUDGET)]
 MemoryId = Annotated[int, Path(ge=1, le=MAX_ID)]
@@ -129,7 +129,7 @@ def _prompt(chat: Session, budget: int | None, model: str | None, system: str | 
 
 def _history(chat: Session, after: int | None, at: int | None) -> tuple[list[Any], bool]:
     """A page of the history from ``after`` (or starting at message ``at``), and if it is full."""
-    start = at - 1 if at is not None else after
+    start = (at - 1 or None) if at is not None else after  # at=1: from the very first
     page = chat.messages(after_id=start, limit=HISTORY_PAGE)
     return page, len(page) == HISTORY_PAGE
 
