@@ -24,13 +24,20 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engram import dashboard
 from engram.engine import Engram
+from engram.server import documented
 from engram.server.api_docs import install_docs
 from engram.server.auth import KeyCheck
 from engram.server.body_limit import BodyLimit
-from engram.server.deps import ERROR_RESPONSES, RIGHTS_KEY, enforce_rights, rights_of
+from engram.server.deps import (
+    ERROR_RESPONSES,
+    NOT_JSON_RESPONSE,
+    RIGHTS_KEY,
+    enforce_rights,
+    rights_of,
+)
 from engram.server.errors import install_error_handlers
 from engram.server.hosts import LocalHosts
-from engram.server.json_only import JsonOnly
+from engram.server.json_only import BODY_METHODS, JsonOnly
 from engram.server.mcp_mount import MCP_PATH, mount_mcp
 from engram.server.metrics import ServerMetrics
 from engram.server.routes import RESOURCES, health, proxy
@@ -63,6 +70,8 @@ def include_v1(app: FastAPI, router: APIRouter) -> None:
         if not any(dep.call is enforce_rights for dep in route.dependant.dependencies):
             raise RuntimeError(f"{route.path} has no enforce_rights; make it with v1_router()")
         route.openapi_extra = {**(route.openapi_extra or {}), RIGHTS_KEY: rights_of(route)}
+        if set(route.methods or ()) & BODY_METHODS:
+            route.responses = {**route.responses, 415: NOT_JSON_RESPONSE}
     app.include_router(router)
 
 
@@ -95,6 +104,7 @@ def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAP
     app.state.metrics = metrics
     install_error_handlers(app)
     install_docs(app, OPENAPI_PATH)
+    documented.install(app)
     app.include_router(health.router, responses={503: ERROR_RESPONSES[503]})
     dashboard.install(app)  # the pages at / (outside the API document), behind the same keys
     for router in RESOURCES:

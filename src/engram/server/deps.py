@@ -25,6 +25,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from engram.aio import offload
 from engram.engine import Engram
 from engram.intake.validation import MAX_ID_CHARS
+from engram.server import documented
 from engram.server.auth import Caller, KeyCheck, is_remote
 from engram.server.errors import COMMON_ERRORS, NotAuthenticated
 from engram.server.metrics import ServerMetrics
@@ -124,6 +125,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorOut, "description": "An error: {error: {type, message, field}}."}
     for status in COMMON_ERRORS
 }
+#: The 415 of a route that takes a body (see :mod:`engram.server.json_only`).
+NOT_JSON_RESPONSE: dict[str, Any] = {
+    "model": ErrorOut,
+    "description": "The body was not sent with Content-Type: application/json.",
+}
 
 
 def v1_router(tag: str) -> APIRouter:
@@ -137,8 +143,20 @@ def v1_router(tag: str) -> APIRouter:
 
 
 ScopePath = Annotated[
-    str, Path(min_length=1, max_length=MAX_ID_CHARS, description="A scope (project, app, user).")
+    str,
+    Path(
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        description="A scope (project, app, user).",
+        json_schema_extra=documented.ID,
+    ),
 ]
 SessionPath = Annotated[
-    str, Path(min_length=1, max_length=MAX_ID_CHARS, description="A session of the scope.")
+    str,
+    Path(
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        description="A session of the scope.",
+        json_schema_extra=documented.ID,
+    ),
 ]

@@ -32,6 +32,7 @@ from engram.proxy import (
 from engram.proxy.budget import BUDGET_HEADER, resolve
 from engram.proxy.plan import Retry
 from engram.proxy.serial import Held, SessionTurns
+from engram.server import documented
 from engram.server.auth import Caller
 from engram.server.deps import READ, CallerDep, EngramDep, v1_router
 from engram.server.errors import NotReady
@@ -63,6 +64,7 @@ def install(app: FastAPI, settings: ProxySettings) -> None:
     "/chat/completions",
     summary="An OpenAI chat completion with Engram's memory",
     response_model=None,
+    openapi_extra=documented.CHAT_REQUEST,
     responses={
         200: {
             "description": "A chat completion, or server-sent events when streaming.",

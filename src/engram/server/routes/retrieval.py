@@ -13,6 +13,7 @@ from engram.aio import offload
 from engram.intake.checks import MAX_MESSAGE_ID
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.search.dates import MAX_PHRASE_LENGTH
+from engram.server import documented
 from engram.server.boundary import on_session
 from engram.server.convert import hit_out, messages_out
 from engram.server.deps import READ, EngramDep, ScopePath, SessionPath, v1_router
@@ -30,7 +31,12 @@ from engram.session import Session
 router = v1_router("retrieval")
 
 RoleName = Literal["system", "user", "assistant", "tool"]
-SearchText = Annotated[str, Query(min_length=1, max_length=1000, description="Plain words.")]
+SearchText = Annotated[
+    str,
+    Query(
+        min_length=1, max_length=1000, description="Plain words.", json_schema_extra=documented.TEXT
+    ),
+]
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
 Roles = Annotated[list[RoleName] | None, Query(description="Only these roles (repeatable).")]
 Since = Annotated[datetime | None, Query(description="Only messages at or after (ISO).")]
