@@ -42,6 +42,7 @@ from engram.server.mcp_mount import MCP_PATH, mount_mcp
 from engram.server.metrics import ServerMetrics
 from engram.server.routes import RESOURCES, health, proxy
 from engram.server.settings import ServerSettings
+from engram.server.throttle import FailedKeys
 
 OPENAPI_PATH = "/openapi.json"
 DESCRIPTION = """Conversation memory for LLM applications, as a service.
@@ -100,6 +101,7 @@ def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAP
     app.state.settings = settings
     keys = KeyCheck(engram, settings.key_cache_seconds)
     app.state.key_check = keys
+    app.state.failed_keys = FailedKeys(settings.key_failures, settings.key_failure_window)
     metrics = ServerMetrics(engram)
     app.state.metrics = metrics
     install_error_handlers(app)

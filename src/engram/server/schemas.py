@@ -237,7 +237,11 @@ class ContextIn(BaseModel):
     )
     model: str | None = Field(None, max_length=200, json_schema_extra=documented.TEXT)
     policy: str | JSONObject | None = Field(None, json_schema_extra=documented.POLICY)
-    compact: bool = Field(True, description="False: never write (no compaction is started).")
+    compact: bool = Field(
+        True,
+        description="False: never write (no compaction, no prompt-log record); a read-only "
+        "key's context is always built so.",
+    )
 
 
 class OmissionOut(BaseModel):

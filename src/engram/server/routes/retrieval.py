@@ -16,7 +16,7 @@ from engram.search.dates import MAX_PHRASE_LENGTH
 from engram.server import documented
 from engram.server.boundary import on_session
 from engram.server.convert import hit_out, messages_out
-from engram.server.deps import READ, EngramDep, ScopePath, SessionPath, v1_router
+from engram.server.deps import READ, CallerDep, EngramDep, ScopePath, SessionPath, v1_router
 from engram.server.schemas import (
     DateRangeOut,
     MessageList,
@@ -156,6 +156,7 @@ async def stats(engram: EngramDep, scope: ScopePath, session: SessionPath) -> St
 )
 async def call_tool(
     engram: EngramDep,
+    caller: CallerDep,
     scope: ScopePath,
     session: SessionPath,
     name: Annotated[str, Path(min_length=1, max_length=64, description="A tool's name.")],
@@ -165,9 +166,20 @@ async def call_tool(
 
     The result is the JSON text the model would get (``text``) and the same
     decoded (``result``); bad arguments or an unknown tool give
-    ``{"error": {...}}`` in it, as a model would see them.
+    ``{"error": {...}}`` in it, as a model would see them. A read-only key
+    reaches only the tools that do not write.
     """
+    # A read-only key is offered only the tools that read (an application's own may write).
+    offered = None if caller.may(scope, write=True) else read_only_tools()
     text = await on_session(
-        engram, scope, session, lambda handle: tools.dispatch(handle, name, body.arguments)
+        engram,
+        scope,
+        session,
+        lambda handle: tools.dispatch(handle, name, body.arguments, names=offered),
     )
     return ToolResultOut(name=name, text=text, result=json.loads(text))
+
+
+def read_only_tools() -> list[str]:
+    """The registered tools that only read."""
+    return [name for name, tool in tools.TOOLS.items() if not tool.writes]
