@@ -125,8 +125,15 @@ def error_headers(exc: EngramError) -> dict[str, str]:
 
 
 def error_body(kind: str, message: str, field: str | None = None) -> dict[str, Any]:
-    """The JSON body of every error response."""
-    return {"error": {"type": kind, "message": message, "field": field}}
+    """The JSON body of every error response (a lone surrogate quoted from input is escaped)."""
+    return {"error": {"type": kind, "message": _utf8(message), "field": _utf8(field)}}
+
+
+def _utf8(text: str | None) -> str | None:
+    """``text`` as UTF-8 can carry it: a lone surrogate becomes its backslash escape."""
+    if text is None or text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 async def _engram_error(request: Request, exc: Exception) -> JSONResponse:
