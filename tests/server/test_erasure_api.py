@@ -23,9 +23,9 @@ def audit(api: TestClient, scope: str = "app") -> str:
 
 
 def test_deleting_a_memory_erases_its_text(
-    mem: Engram, make_client: Callable[..., TestClient]
+    mem: Engram, make_api: Callable[..., TestClient]
 ) -> None:
-    api = make_client(mem)
+    api = make_api(mem)
     created = api.post("/v1/scopes/app/memories", json={"content": SECRET}).json()
     api.patch(f"/v1/scopes/app/memories/{created['id']}", json={"content": SECRET + " (2031)"})
     assert "X1234567" in audit(api)
@@ -37,9 +37,9 @@ def test_deleting_a_memory_erases_its_text(
 
 
 def test_purging_and_deleting_the_scope_erase_the_text(
-    mem: Engram, make_client: Callable[..., TestClient]
+    mem: Engram, make_api: Callable[..., TestClient]
 ) -> None:
-    api = make_client(mem)
+    api = make_api(mem)
     for scope in ("app", "gone"):
         api.post(f"/v1/scopes/{scope}/memories", json={"content": SECRET})
     api.post("/v1/scopes/gone/sessions/s1/messages", json={"role": "user", "content": "hi"})
@@ -59,11 +59,11 @@ def test_purging_and_deleting_the_scope_erase_the_text(
 
 
 def test_forget_is_reachable_for_an_admin_only(
-    mem: Engram, make_client: Callable[..., TestClient]
+    mem: Engram, make_api: Callable[..., TestClient]
 ) -> None:
     keys = mem.api_keys()
-    admin = make_client(mem, keys.create(admin=True).secret)
-    scoped = make_client(mem, keys.create(scopes=["app"]).secret)
+    admin = make_api(mem, keys.create(admin=True).secret)
+    scoped = make_api(mem, keys.create(scopes=["app"]).secret)
     admin.post("/v1/scopes/app/memories", json={"content": SECRET})
     admin.post("/v1/scopes/app/sessions/s1/messages", json={"role": "user", "content": "hi"})
     refused = scoped.delete("/v1/scopes/app", params={"forget": "true"})

@@ -34,12 +34,12 @@ def _written(mem: Engram) -> tuple[int, int]:
 
 
 def test_a_read_only_context_writes_nothing(
-    mem: Engram, make_client: Callable[..., TestClient]
+    mem: Engram, make_api: Callable[..., TestClient]
 ) -> None:
     _long_session(mem)
     keys = mem.api_keys()
-    reader = make_client(mem, keys.create(scopes=["app"], read_only=True).secret)
-    writer = make_client(mem, keys.create(scopes=["app"]).secret)
+    reader = make_api(mem, keys.create(scopes=["app"], read_only=True).secret)
+    writer = make_api(mem, keys.create(scopes=["app"]).secret)
     answer = reader.post(CONTEXT, json={"budget": 2000})
     assert answer.status_code == 200 and answer.json()["tokens"] <= 2000
     mem.wait_idle(30)
@@ -58,12 +58,12 @@ def writing_tool() -> Iterator[str]:
 
 
 def test_a_read_only_key_reaches_no_tool_that_writes(
-    mem: Engram, make_client: Callable[..., TestClient], writing_tool: str
+    mem: Engram, make_api: Callable[..., TestClient], writing_tool: str
 ) -> None:
     mem.session("s1", "app").add("user", "hello")
     keys = mem.api_keys()
-    reader = make_client(mem, keys.create(scopes=["app"], read_only=True).secret)
-    writer = make_client(mem, keys.create(scopes=["app"]).secret)
+    reader = make_api(mem, keys.create(scopes=["app"], read_only=True).secret)
+    writer = make_api(mem, keys.create(scopes=["app"]).secret)
     call = f"/v1/scopes/app/sessions/s1/tools/{writing_tool}"
     body = {"arguments": {"content": "Planted by a reader."}}
     refused = reader.post(call, json=body).json()["result"]
