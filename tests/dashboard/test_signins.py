@@ -20,6 +20,9 @@ from engram.dashboard.signins import MAX_SIGN_INS, SignIns
 from engram.engine import Engram
 from engram.server import ServerSettings, create_app
 
+#: Seconds a request may take: a loaded machine may be slow to answer.
+TIMEOUT = 30
+
 
 @pytest.fixture
 def site(mem: Engram) -> Iterator[tuple[str, Engram]]:
@@ -34,7 +37,7 @@ def site(mem: Engram) -> Iterator[tuple[str, Engram]]:
 
 
 def _sign_in(url: str, secret: str) -> str:
-    answer = httpx.post(f"{url}/login", data={"key": secret})
+    answer = httpx.post(f"{url}/login", data={"key": secret}, timeout=TIMEOUT)
     assert answer.status_code == 303
     cookie = answer.cookies[COOKIE]
     assert secret not in cookie and secret not in answer.headers["set-cookie"]
@@ -43,7 +46,7 @@ def _sign_in(url: str, secret: str) -> str:
 
 
 def _page(url: str, cookie: str) -> int:
-    return httpx.get(f"{url}/p/app/memories", cookies={COOKIE: cookie}).status_code
+    return httpx.get(f"{url}/p/app/memories", cookies={COOKIE: cookie}, timeout=TIMEOUT).status_code
 
 
 def test_logout_closes_the_sign_in_on_the_server(site: tuple[str, Engram]) -> None:
@@ -51,7 +54,7 @@ def test_logout_closes_the_sign_in_on_the_server(site: tuple[str, Engram]) -> No
     secret = mem.api_keys().create(scopes=["app"]).secret
     cookie = _sign_in(url, secret)
     assert _page(url, cookie) == 200
-    out = httpx.post(f"{url}/logout", cookies={COOKIE: cookie})
+    out = httpx.post(f"{url}/logout", cookies={COOKIE: cookie}, timeout=TIMEOUT)
     assert out.status_code == 303
     assert _page(url, cookie) == 303  # the copied cookie is worth nothing now
 
@@ -73,7 +76,7 @@ def test_a_raw_key_in_a_cookie_signs_nobody_in(site: tuple[str, Engram]) -> None
     url, mem = site
     secret = mem.api_keys().create(scopes=["app"]).secret
     for name in (COOKIE, "engram_key"):
-        answer = httpx.get(f"{url}/p/app/memories", cookies={name: secret})
+        answer = httpx.get(f"{url}/p/app/memories", cookies={name: secret}, timeout=TIMEOUT)
         assert answer.status_code == 303 and answer.headers["location"].startswith("/login")
 
 

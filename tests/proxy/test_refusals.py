@@ -24,6 +24,9 @@ from engram.proxy.redact import redact
 from engram.server import ServerSettings, create_app
 from engram.testing import FakeLLMServer
 
+#: Seconds a request may take: a loaded machine may be slow to answer.
+TIMEOUT = 30
+
 UPSTREAM_KEY = "upstream-key-7f3a9c1e"
 JSON_TYPE = {"Content-Type": "application/json"}
 
@@ -42,7 +45,10 @@ def _chat(**extra: Any) -> dict[str, Any]:
 
 def _refused(url: str, body: str, field: str, headers: dict[str, str] | None = None) -> str:
     answer = httpx.post(
-        f"{url}/v1/chat/completions", content=body, headers={**JSON_TYPE, **(headers or {})}
+        f"{url}/v1/chat/completions",
+        content=body,
+        headers={**JSON_TYPE, **(headers or {})},
+        timeout=TIMEOUT,
     )
     assert answer.status_code == 422, answer.text
     error = answer.json()["error"]
@@ -72,7 +78,7 @@ def test_an_id_the_headers_cannot_carry_is_refused_before_anything(
 def test_a_latin1_id_travels(site: tuple[str, FakeLLMServer], mem: Engram) -> None:
     url, upstream = site
     upstream.reply("Hola.")
-    answer = httpx.post(f"{url}/v1/chat/completions", json=_chat(user="jos\u00e9"))
+    answer = httpx.post(f"{url}/v1/chat/completions", json=_chat(user="jos\u00e9"), timeout=TIMEOUT)
     assert answer.status_code == 200
     assert answer.headers["X-Engram-Session"].encode("latin-1") == "jos\u00e9".encode("latin-1")
     assert [m.content for m in mem.session("jos\u00e9", "default").messages()] == ["hi", "Hola."]
@@ -104,7 +110,9 @@ def test_a_body_the_upstream_call_cannot_carry_is_refused_before_anything(
     site: tuple[str, FakeLLMServer], mem: Engram, body: str, field: str | None
 ) -> None:
     url, upstream = site
-    answer = httpx.post(f"{url}/v1/chat/completions", content=body, headers=JSON_TYPE)
+    answer = httpx.post(
+        f"{url}/v1/chat/completions", content=body, headers=JSON_TYPE, timeout=TIMEOUT
+    )
     assert answer.status_code == 422, answer.text
     error = answer.json()["error"]
     if field is None:  # nested too deep: the path of the first level past the limit
@@ -123,7 +131,7 @@ def test_upstream_errors_come_back_without_credentials(
         f"{UPSTREAM_KEY}; did you mean sk-proj-AbC123dEf456gHi789 or egk_AAAABBBBCCCCDDDD?"
     )
     upstream.fail(401, quoted)
-    answer = httpx.post(f"{url}/v1/chat/completions", json=_chat(user="u"))
+    answer = httpx.post(f"{url}/v1/chat/completions", json=_chat(user="u"), timeout=TIMEOUT)
     assert answer.status_code == 401
     text = answer.text
     for secret in (UPSTREAM_KEY, "sk-proj-AbC123dEf456gHi789", "egk_AAAABBBBCCCCDDDD"):

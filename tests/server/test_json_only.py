@@ -21,6 +21,9 @@ from engram.server import ServerSettings, create_app
 from engram.server.json_only import is_json
 from engram.testing import FakeLLMServer
 
+#: Seconds a request may take: a loaded machine may be slow to answer.
+TIMEOUT = 30
+
 CHAT = {
     "model": "gpt-4o-mini",
     "messages": [{"role": "user", "content": "Spend the budget"}],
@@ -62,7 +65,9 @@ def test_a_simple_request_is_refused_and_stores_and_calls_nothing(
     if content_type is not None:
         headers["Content-Type"] = content_type
     for method, path, body in WRITES:
-        answer = httpx.request(method, url + path, content=json.dumps(body), headers=headers)
+        answer = httpx.request(
+            method, url + path, content=json.dumps(body), headers=headers, timeout=TIMEOUT
+        )
         assert answer.status_code == 415, (path, answer.text)
         error = answer.json()["error"]
         assert error["type"] == "unsupported_media_type" and error["field"] == "Content-Type"
@@ -79,9 +84,10 @@ def test_json_with_parameters_is_served(site: tuple[str, FakeLLMServer], mem: En
             f"{url}/v1/scopes/app/sessions/s1/messages",
             content=json.dumps({"role": "user", "content": content_type}),
             headers={"Content-Type": content_type},
+            timeout=TIMEOUT,
         )
         assert answer.status_code == 201, answer.text
-    chat = httpx.post(f"{url}/v1/chat/completions", json=CHAT)
+    chat = httpx.post(f"{url}/v1/chat/completions", json=CHAT, timeout=TIMEOUT)
     assert chat.status_code == 200, chat.text
     assert len(upstream.requests) == 1
 

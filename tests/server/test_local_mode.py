@@ -20,6 +20,9 @@ from engram.engine import Engram
 from engram.server import ServerSettings, create_app
 from engram.server.hosts import host_name, is_loopback_name
 
+#: Seconds a request may take: a loaded machine may be slow to answer.
+TIMEOUT = 30
+
 
 @pytest.fixture
 def served(mem: Engram) -> Iterator[tuple[str, Engram]]:
@@ -34,8 +37,13 @@ def served(mem: Engram) -> Iterator[tuple[str, Engram]]:
 
 def _seed(url: str) -> None:
     messages = f"{url}/v1/scopes/app/sessions/s1/messages"
-    assert httpx.post(messages, json={"role": "user", "content": "hello"}).status_code == 201
-    memory = httpx.post(f"{url}/v1/scopes/app/memories", json={"content": "Pro costs $14."})
+    assert (
+        httpx.post(messages, json={"role": "user", "content": "hello"}, timeout=TIMEOUT).status_code
+        == 201
+    )
+    memory = httpx.post(
+        f"{url}/v1/scopes/app/memories", json={"content": "Pro costs $14."}, timeout=TIMEOUT
+    )
     assert memory.status_code == 201
 
 
@@ -56,7 +64,9 @@ def test_a_rebound_name_is_refused_and_changes_nothing(served: tuple[str, Engram
     _seed(url)
     port = url.rsplit(":", 1)[1]
     for method, path in REQUESTS:
-        answer = httpx.request(method, url + path, headers={"Host": f"evil.example:{port}"})
+        answer = httpx.request(
+            method, url + path, headers={"Host": f"evil.example:{port}"}, timeout=TIMEOUT
+        )
         assert answer.status_code == 421, (method, path)
         error = answer.json()["error"]
         assert error["type"] == "misdirected_request" and error["field"] == "Host"
@@ -74,7 +84,7 @@ def test_this_machines_names_and_the_allowed_ones_are_served(
 ) -> None:
     url, _ = served
     port = url.rsplit(":", 1)[1]
-    answer = httpx.get(f"{url}/v1/scopes", headers={"Host": f"{host}:{port}"})
+    answer = httpx.get(f"{url}/v1/scopes", headers={"Host": f"{host}:{port}"}, timeout=TIMEOUT)
     assert answer.status_code == 200
 
 
@@ -82,8 +92,10 @@ def test_with_a_key_any_host_is_served_to_the_key(served: tuple[str, Engram]) ->
     url, mem = served
     secret = mem.api_keys().create(admin=True).secret
     evil = {"Host": "evil.example"}
-    assert httpx.get(f"{url}/v1/scopes", headers=evil).status_code == 401
-    keyed = httpx.get(f"{url}/v1/scopes", headers={**evil, "Authorization": f"Bearer {secret}"})
+    assert httpx.get(f"{url}/v1/scopes", headers=evil, timeout=TIMEOUT).status_code == 401
+    keyed = httpx.get(
+        f"{url}/v1/scopes", headers={**evil, "Authorization": f"Bearer {secret}"}, timeout=TIMEOUT
+    )
     assert keyed.status_code == 200
 
 
@@ -103,8 +115,12 @@ def test_engram_serve_takes_allowed_hosts(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'serve.db'}"
     with ServeProcess(db, "--allowed-host", "engram.internal", env=env) as server:
         for host, status in [("engram.internal", 200), ("evil.example", 421)]:
-            answer = httpx.get(f"{server.base_url}/v1/scopes", headers={"Host": host})
+            answer = httpx.get(
+                f"{server.base_url}/v1/scopes", headers={"Host": host}, timeout=TIMEOUT
+            )
             assert answer.status_code == status, host
     with ServeProcess(db, env=env) as server:
-        answer = httpx.get(f"{server.base_url}/v1/scopes", headers={"Host": "other.internal"})
+        answer = httpx.get(
+            f"{server.base_url}/v1/scopes", headers={"Host": "other.internal"}, timeout=TIMEOUT
+        )
         assert answer.status_code == 200

@@ -21,6 +21,9 @@ from engram.engine import Engram
 from engram.server import ServerSettings, create_app
 from engram.server.throttle import MAX_ADDRESSES, FailedKeys, address_key
 
+#: Seconds a request may take: a loaded machine may be slow to answer.
+TIMEOUT = 30
+
 WRONG = {"Authorization": "Bearer egk_wrong"}
 MCP_HELLO = {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}}
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream", "X-Engram-Scope": "app"}
@@ -43,27 +46,29 @@ def test_every_door_shares_one_count_and_the_right_key_waits_too(
 ) -> None:
     url, secret = served
     for _ in range(3):  # requests without a key are not guesses
-        assert httpx.get(f"{url}/v1/scopes").status_code == 401
-    assert httpx.get(f"{url}/v1/scopes", headers=WRONG).status_code == 401
-    refused = httpx.post(f"{url}/mcp", json=MCP_HELLO, headers={**WRONG, **MCP_ACCEPT})
+        assert httpx.get(f"{url}/v1/scopes", timeout=TIMEOUT).status_code == 401
+    assert httpx.get(f"{url}/v1/scopes", headers=WRONG, timeout=TIMEOUT).status_code == 401
+    refused = httpx.post(
+        f"{url}/mcp", json=MCP_HELLO, headers={**WRONG, **MCP_ACCEPT}, timeout=TIMEOUT
+    )
     assert refused.status_code == 401
-    assert httpx.post(f"{url}/login", data={"key": "egk_wrong"}).status_code == 401
+    assert httpx.post(f"{url}/login", data={"key": "egk_wrong"}, timeout=TIMEOUT).status_code == 401
     right = {"Authorization": f"Bearer {secret}"}
-    throttled = httpx.get(f"{url}/v1/scopes", headers=right)
+    throttled = httpx.get(f"{url}/v1/scopes", headers=right, timeout=TIMEOUT)
     assert throttled.status_code == 429
     assert 1 <= int(throttled.headers["Retry-After"]) <= 5
     error = throttled.json()["error"]
     assert error["type"] == "too_many_failures" and error["field"] == "Authorization"
     assert "try again in" in error["message"] and "3 failed key checks per 5 s" in error["message"]
-    login = httpx.post(f"{url}/login", data={"key": secret})
+    login = httpx.post(f"{url}/login", data={"key": secret}, timeout=TIMEOUT)
     assert login.status_code == 429 and "Retry-After" in login.headers
     assert "too many wrong API keys" in login.text
-    mcp = httpx.post(f"{url}/mcp", json=MCP_HELLO, headers={**right, **MCP_ACCEPT})
+    mcp = httpx.post(f"{url}/mcp", json=MCP_HELLO, headers={**right, **MCP_ACCEPT}, timeout=TIMEOUT)
     assert mcp.status_code == 429 and "Retry-After" in mcp.headers
     assert mcp.json()["error"]["data"]["kind"] == "too_many_failures"
     assert mcp.json()["id"] == 7
     time.sleep(int(throttled.headers["Retry-After"]) + 0.2)
-    assert httpx.get(f"{url}/v1/scopes", headers=right).status_code == 200
+    assert httpx.get(f"{url}/v1/scopes", headers=right, timeout=TIMEOUT).status_code == 200
 
 
 def test_the_window_slides() -> None:
@@ -97,7 +102,7 @@ def test_engram_serve_sets_the_limit(tmp_path: Path) -> None:
         mem.api_keys().create(admin=True)
     env = {"ENGRAM_KEY_FAILURE_WINDOW": "30"}
     with ServeProcess(db, "--key-failures", "1", env=env) as server:
-        first = httpx.get(f"{server.base_url}/v1/scopes", headers=WRONG)
-        second = httpx.get(f"{server.base_url}/v1/scopes", headers=WRONG)
+        first = httpx.get(f"{server.base_url}/v1/scopes", headers=WRONG, timeout=TIMEOUT)
+        second = httpx.get(f"{server.base_url}/v1/scopes", headers=WRONG, timeout=TIMEOUT)
         assert (first.status_code, second.status_code) == (401, 429)
         assert "1 failed key checks per 30 s" in second.json()["error"]["message"]
