@@ -125,7 +125,7 @@ class TestAnotherScopesKey:
             f"/p/{SCOPE}",
             f"/p/{SCOPE}/s/{LAUNCH}",
             f"/p/{SCOPE}/s/{LAUNCH}/prompt",
-            f"/p/{SCOPE}/s/{LAUNCH}/history?after=0",
+            f"/p/{SCOPE}/s/{LAUNCH}/history?after=1",
             f"/p/{SCOPE}/search?q=launch",
             f"/p/{SCOPE}/memories",
         ):
