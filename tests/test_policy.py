@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from engram.errors import ConfigError
-from engram.policy import PRESETS, Policy, get_policy
+from engram.policy import PRESETS, Policy, get_policy, policy_json_schema
 
 
 class TestPresets:
@@ -179,3 +180,17 @@ class TestValidation:
     def test_frozen(self) -> None:
         with pytest.raises(AttributeError):
             PRESETS["lean"].max_messages = 99  # type: ignore[misc]
+
+
+def test_a_whole_number_sent_as_json_float_is_an_integer() -> None:
+    # JSON does not tell 20.0 from 20, and the API document calls both integers.
+    assert get_policy({"name": "lean", "max_messages": 20.0}).max_messages == 20
+    assert get_policy({"name": "x", "default_budget": 4000.0}).default_budget == 4000
+    with pytest.raises(ConfigError, match="max_messages"):
+        get_policy({"name": "x", "max_messages": 20.5})
+
+
+def test_the_json_schema_names_every_field_and_preset() -> None:
+    preset, custom = policy_json_schema()["anyOf"]
+    assert preset["enum"] == sorted(PRESETS)
+    assert set(custom["properties"]) == {f.name for f in dataclasses.fields(Policy)}

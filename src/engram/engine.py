@@ -342,11 +342,17 @@ class Engram:
         return scope_ops.session_page(self.store, scope, limit=limit, offset=offset, order=order)
 
     def purge_scope(self, scope: str) -> JSON:
-        """Delete a whole scope: every session and every memory (admin; the audit stays)."""
+        """Delete a whole scope: every session and every memory (admin).
+
+        The audit trail stays, without the memories' text (see :meth:`Memories.purge`);
+        :meth:`forget_scope` deletes it too. Returns how many ``sessions``,
+        ``messages`` and ``memories`` went.
+        """
         check_id("scope", scope)
-        sessions = scope_ops.delete_sessions(self.store, scope)
+        self.runtime.prompts.drop(scope)  # turns waiting to be logged would recreate sessions
+        sessions, messages = scope_ops.delete_sessions(self.store, scope)
         memories = self.memories(scope).purge()
-        return {"sessions": sessions, "memories": memories}
+        return {"sessions": sessions, "messages": messages, "memories": memories}
 
     def usage_totals(self, only: Sequence[str] | None = None) -> JSON:
         """Model calls Engram made, with tokens and cost, summed over scopes (or ``only``)."""

@@ -31,8 +31,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engram.errors import IdempotencyConflict, InvalidMessage
-from engram.intake.checks import IDEMPOTENCY_RECORD, text_field
-from engram.models import JSON, Message, NewMessage
+from engram.intake.checks import text_field
+from engram.models import IDEMPOTENCY_RECORD, JSON, Message, NewMessage
 from engram.named_lock import named_lock
 from engram.store.base import Store
 

@@ -16,6 +16,9 @@ ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
 
 JSON = dict[str, Any]
 
+#: Metadata key Engram keeps for the idempotency record of a message (:mod:`engram.idempotency`):
+#: a caller's metadata may not hold it, so user data never poses as a key.
+IDEMPOTENCY_RECORD = "_engram_idempotency"
 #: ``kind`` of the session state document holding the agent state (tasks, facts, tools).
 AGENT_STATE_KIND = "agent_state"
 #: ``origin`` of a compaction state imported from an agent-runtime document (watermark 0).
@@ -87,9 +90,10 @@ class Message:
         return openai_message(self)
 
     def to_dict(self) -> JSON:
-        """Everything about this message as plain JSON-ready data.
+        """Everything about this message as plain JSON-ready data: what clients are shown.
 
         ``content`` is the text; ``parts`` (when set) the list content, whole.
+        ``metadata`` is the caller's own, without Engram's idempotency record.
         """
         out = self.to_openai()
         out["content"] = self.content
@@ -101,7 +105,7 @@ class Message:
             session=self.session,
             created_at=self.created_at.isoformat(),
             tokens=self.tokens,
-            metadata=dict(self.metadata),
+            metadata={k: v for k, v in self.metadata.items() if k != IDEMPOTENCY_RECORD},
         )
         return out
 

@@ -48,6 +48,9 @@ _OPTIONAL_POSITIVE = (
     "cache_chunk_messages",
 )
 
+#: Fields holding integers (a whole float such as 20.0 is read as 20).
+_INTEGER_FIELDS = frozenset({*_OPTIONAL_POSITIVE, "default_budget", "default_reserve"})
+
 # (smaller, larger): when both are set the first must be below the second.
 _ORDERED_PAIRS = (
     ("keep_tokens", "summarize_over_tokens"),
@@ -209,7 +212,7 @@ class Policy:
         unknown = sorted(str(key) for key in data if key not in known)
         if unknown:
             raise ConfigError(f"unknown policy field(s) {unknown}; known: {sorted(known)}")
-        return cls(**dict(data))
+        return cls(**{key: _integral(key, value) for key, value in data.items()})
 
     def replace(self, **changes: Any) -> Policy:
         """Return a copy with some fields changed (validated like any policy)."""
@@ -217,6 +220,13 @@ class Policy:
         if unknown:
             raise ConfigError(f"unknown policy field(s) {unknown}")
         return dataclasses.replace(self, **changes)
+
+
+def _integral(field: str, value: Any) -> Any:
+    """A whole float of an integer field as the integer: JSON does not tell 20.0 from 20."""
+    if field in _INTEGER_FIELDS and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _is_int(value: object) -> bool:
@@ -316,3 +326,26 @@ def _resolve(spec: str | Policy | Mapping[str, Any] | None) -> Policy:
         merged.update(spec)
         return Policy.from_dict(merged)
     raise ConfigError(f"a policy is a preset name, a Policy or a dict, got {type(spec).__name__}")
+
+
+def policy_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a policy as the HTTP API takes it: a preset name or an object.
+
+    Each field's type and range as :class:`Policy` checks them; what one field
+    requires of another (``default_reserve`` below ``default_budget``, the
+    ordered pairs such as ``keep_tokens`` below ``summarize_over_tokens``) is
+    beyond what the schema says.
+    """
+    positive = {"type": ["integer", "null"], "minimum": 1}
+    fields: dict[str, Any] = dict.fromkeys(_OPTIONAL_POSITIVE, positive)
+    fields |= {
+        "name": {"type": "string", "minLength": 1, "pattern": r"\S"},
+        "default_budget": {"type": "integer", "minimum": 1},
+        "default_reserve": {"type": "integer", "minimum": 0},
+        "sync_compaction": {"type": "boolean"},
+        "cache_window": {"type": "boolean"},
+        "cache_chunk": {"type": "number", "minimum": MIN_CACHE_CHUNK, "maximum": MAX_CACHE_CHUNK},
+    }
+    preset = {"type": "string", "enum": sorted(PRESETS)}
+    custom = {"type": "object", "properties": fields, "additionalProperties": False}
+    return {"anyOf": [preset, custom]}

@@ -74,10 +74,14 @@ def session_page(
     return list(reversed(store.list_sessions(scope, limit=count, offset=start))), total
 
 
-def delete_sessions(store: Store, scope: str) -> int:
-    """Delete every session of ``scope`` (admin). Returns how many went."""
-    names = [info.id for info in all_sessions(store, scope)]
-    return sum(1 for name in names if store.delete_session(scope, name))
+def delete_sessions(store: Store, scope: str) -> tuple[int, int]:
+    """Delete every session of ``scope`` (admin). Returns how many sessions and messages went."""
+    sessions = messages = 0
+    for info in list(all_sessions(store, scope)):
+        if store.delete_session(scope, info.id):
+            sessions += 1
+            messages += info.message_count
+    return sessions, messages
 
 
 def usage(store: Store, scopes: list[str]) -> JSON:

@@ -30,8 +30,9 @@ class TestAProjectsTeam:
         sign_in(page, site, site.phoenix_key)
         rows = page.locator("table.projects tbody th[scope=row]")
         assert rows.all_inner_texts() == [SCOPE]
-        cookie = next(c for c in page.context.cookies() if c["name"] == "engram_key")
+        cookie = next(c for c in page.context.cookies() if c["name"] == "engram_session")
         assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+        assert site.phoenix_key not in cookie["value"]  # the key stays on the server
         screenshot(page, "projects")
 
     def test_history_scrolls_past_the_first_page(self, page: Any, site: Site) -> None:
@@ -124,7 +125,7 @@ class TestAnotherScopesKey:
             f"/p/{SCOPE}",
             f"/p/{SCOPE}/s/{LAUNCH}",
             f"/p/{SCOPE}/s/{LAUNCH}/prompt",
-            f"/p/{SCOPE}/s/{LAUNCH}/history?after=0",
+            f"/p/{SCOPE}/s/{LAUNCH}/history?after=1",
             f"/p/{SCOPE}/search?q=launch",
             f"/p/{SCOPE}/memories",
         ):

@@ -51,7 +51,7 @@ class TestKeys:
         assert response.status_code == 401
         assert "<h1>Sign in needed</h1>" in response.text
 
-    def test_login_keeps_the_key_in_an_http_only_same_site_cookie(
+    def test_login_opens_a_sign_in_named_by_an_http_only_same_site_cookie(
         self, http: httpx.Client, site: Site
     ) -> None:
         response = http.post("/login", data={"key": site.atlas_key, "next": "/p/atlas"})
@@ -59,6 +59,7 @@ class TestKeys:
         assert response.headers["location"] == "/p/atlas"
         cookie = response.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
+        assert site.atlas_key not in cookie
         assert http.get(f"/p/{OTHER_SCOPE}").status_code == 200  # the client keeps the cookie
         out = http.post("/logout")
         assert out.status_code == 303

@@ -14,6 +14,7 @@ from engram.memories.rendering import SECTION_TITLE as MEMORIES_TITLE
 from engram.tokens import count_message, storage_counter
 
 MESSAGES = "/v1/scopes/phoenix/sessions/chat-1/messages"
+SESSION = "/v1/scopes/phoenix/sessions/chat-1"
 
 
 def _seed(api: TestClient) -> list[int]:
@@ -99,6 +100,16 @@ class TestMessages:
         assert blank.status_code == 422 and "idempotency_key" in blank.json()["error"]["message"]
         assert blank.json()["error"]["field"] == "Idempotency-Key"
 
+    def test_the_idempotency_record_never_appears_in_api_output(self, api: TestClient) -> None:
+        once = {"Idempotency-Key": "append-1"}
+        body = {"role": "user", "content": "hello pricing", "metadata": {"mine": 1}}
+        shown = [api.post(MESSAGES, json=body, headers=once).json()["messages"][0]]
+        shown += api.get(MESSAGES).json()["messages"]
+        shown.append(api.get(f"/v1/scopes/phoenix/messages/{shown[0]['id']}").json())
+        shown += [h["message"] for h in api.get(f"{SESSION}/search?q=pricing").json()["hits"]]
+        assert len(shown) == 4
+        assert all(message["metadata"] == {"mine": 1} for message in shown)
+
     def test_a_key_reused_with_another_body_is_422_naming_it(self, api: TestClient) -> None:
         key = {"Idempotency-Key": "append-1"}
         first = api.post(MESSAGES, json={"role": "user", "content": "hello"}, headers=key)
@@ -174,7 +185,14 @@ class TestScopesAndSessions:
         _seed(api)
         api.post("/v1/scopes/phoenix/memories", json={"content": "Pro costs $14."})
         gone = api.delete("/v1/scopes/phoenix").json()
-        assert gone == {"success": True, "sessions": 1, "memories": 1}
+        assert gone == {
+            "success": True,
+            "sessions": 1,
+            "messages": gone["messages"],
+            "memories": 1,
+            "forgotten": False,
+        }
+        assert gone["messages"] > 0
         assert api.get("/v1/scopes").json()["scopes"] == []
 
 

@@ -45,16 +45,22 @@ class TestBody:
         )
         assert said.lineno == 4
 
-    @pytest.mark.parametrize("headers", [{}, {"Content-Type": "text/plain"}])
+    @pytest.mark.parametrize(
+        ("headers", "said"),
+        [
+            ({}, "it has none"),
+            ({"Content-Type": "text/plain"}, "this request's Content-Type is 'text/plain'"),
+        ],
+    )
     def test_a_body_not_sent_as_json_says_how_to_send_it(
-        self, api: TestClient, headers: dict[str, str]
+        self, api: TestClient, headers: dict[str, str], said: str
     ) -> None:
         body = b'{"role": "user", "content": "hello"}'
-        error = _error(api.post(MESSAGES, content=body, headers=headers))
+        error = _error(api.post(MESSAGES, content=body, headers=headers), 415)
         assert error == {
-            "type": "invalid_request",
-            "message": "send the body as JSON with Content-Type: application/json",
-            "field": None,
+            "type": "unsupported_media_type",
+            "message": f"send the body as JSON with Content-Type: application/json ({said})",
+            "field": "Content-Type",
         }
         assert api.get(MESSAGES).status_code == 404  # nothing stored
 

@@ -6,6 +6,7 @@ Protocol is used here, never a backend's internals.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import threading
 from datetime import UTC, datetime, timedelta, timezone
@@ -483,6 +484,41 @@ class TestMemories:
             assert at.utcoffset() == timedelta(0)
         assert store.list_audit("other") == []
         assert len(store.list_audit("app", limit=1)) == 1
+
+    def test_redact_audit_erases_the_text_of_events_about_memories_not_kept(
+        self, store: Store
+    ) -> None:
+        store.add_audit("app", {"event": "create", "memory": 1, "content": "a secret"})
+        store.add_audit("app", {"event": "create", "memory": 2, "content": "kept"})
+        store.add_audit(
+            "app",
+            {"event": "compaction", "target": 2, "new_memory": 1, "new_content": "kept+secret"},
+        )
+        store.add_audit(
+            "app", {"event": "compaction", "target": 1, "reason": "the secret", "error": "x"}
+        )
+        store.add_audit("app", {"event": "purge", "deleted": 3})
+        store.add_audit("other", {"event": "create", "memory": 1, "content": "a secret"})
+        before = {e["id"]: e["at"] for e in store.list_audit("app")}
+        assert store.redact_audit("app", {2}) == 2
+        assert store.redact_audit("app", {2}) == 0  # already done
+        events = list(reversed(store.list_audit("app")))
+        assert "secret" not in str([e for e in events if e.get("target") != 2])
+        assert events[0] == {
+            "event": "create",
+            "memory": 1,
+            "content_sha256": hashlib.sha256(b"a secret").hexdigest(),
+            "redacted": True,
+            "id": events[0]["id"],
+            "at": events[0]["at"],
+        }
+        assert events[1]["content"] == "kept" and events[2]["new_content"] == "kept+secret"
+        assert set(events[3]) == {"event", "target", "reason_sha256", "error_sha256",
+                                  "redacted", "id", "at"}  # fmt: skip
+        assert events[4] == {"event": "purge", "deleted": 3, "id": events[4]["id"],
+                             "at": events[4]["at"]}  # fmt: skip
+        assert {e["id"]: e["at"] for e in events} == before  # ids and times stay
+        assert store.list_audit("other")[0]["content"] == "a secret"
 
 
 class TestUsage:

@@ -6,6 +6,7 @@ refuses any other address); with keys, every ``/v1`` request needs one.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import signal
 
@@ -57,6 +58,39 @@ def is_loopback(host: str) -> bool:
     help="Proxy: send the system prompt, memories and summary as one system message.",
 )
 @click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    metavar="NAME",
+    multiple=True,
+    envvar="ENGRAM_ALLOWED_HOSTS",
+    help="While the store holds no API key, also answer requests whose Host is NAME "
+    "(repeatable; $ENGRAM_ALLOWED_HOSTS, separated by spaces). Without it only localhost, "
+    "loopback addresses and the address listened on are answered (others: 421).",
+)
+@click.option(
+    "--key-failures",
+    type=click.IntRange(0),
+    default=None,
+    envvar="ENGRAM_KEY_FAILURES",
+    help="Wrong API keys a client address may send within --key-failure-window before its "
+    "requests get 429 with Retry-After ($ENGRAM_KEY_FAILURES; default 10; 0: no limit).",
+)
+@click.option(
+    "--key-failure-window",
+    type=click.FloatRange(1),
+    default=None,
+    envvar="ENGRAM_KEY_FAILURE_WINDOW",
+    metavar="SECONDS",
+    help="The window of --key-failures ($ENGRAM_KEY_FAILURE_WINDOW; default 60).",
+)
+@click.option(
+    "--sign-in-hours",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    envvar="ENGRAM_SIGN_IN_HOURS",
+    help="How long a dashboard sign-in lasts ($ENGRAM_SIGN_IN_HOURS; default 12).",
+)
+@click.option(
     "--log-level",
     default="warning",
     show_default=True,
@@ -73,6 +107,10 @@ def serve_command(
     upstream: str | None,
     budget: int | None,
     single_system: bool,
+    allowed_hosts: tuple[str, ...],
+    key_failures: int | None,
+    key_failure_window: float | None,
+    sign_in_hours: float | None,
     log_level: str,
 ) -> None:
     """Serve the REST API (OpenAPI at /docs, metrics at /metrics)."""
@@ -99,7 +137,14 @@ def serve_command(
         if sample and not mem.scopes():
             store_sample(mem, replay_turns=True)
             click.echo(f"Loaded the sample conversation into scope {DEMO_SCOPE!r}.")
-        app = create_app(mem, ServerSettings(proxy=proxy))
+        settings = ServerSettings(proxy=proxy, allowed_hosts=allowed_hosts)
+        if key_failures is not None:
+            settings = dataclasses.replace(settings, key_failures=key_failures)
+        if key_failure_window is not None:
+            settings = dataclasses.replace(settings, key_failure_window=key_failure_window)
+        if sign_in_hours is not None:
+            settings = dataclasses.replace(settings, session_seconds=sign_in_hours * 3600)
+        app = create_app(mem, settings)
         _announce(mem.url, host, port, keys)
         if proxy is not None:
             click.echo(f"  proxy      {_base(host, port)}/v1/chat/completions -> {proxy.base_url}")

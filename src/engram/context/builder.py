@@ -49,11 +49,12 @@ MIN_BUDGET = 16
 def _check_budget(budget: int, reserve: int) -> None:
     for name, value in (("budget", budget), ("reserve", reserve)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
+            raise ConfigError(f"{name} must be a non-negative integer, got {value!r}", field=name)
     if budget - reserve < MIN_BUDGET:
         raise ConfigError(
             f"budget - reserve is {budget - reserve} tokens ({budget} - {reserve}); "
-            f"a prompt needs at least {MIN_BUDGET}"
+            f"a prompt needs at least {MIN_BUDGET}",
+            field="reserve" if reserve else "budget",
         )
 
 

@@ -7,7 +7,8 @@ files at ``/static`` to the app of :func:`engram.server.create_app`, behind
 the same API keys as the REST API. Pages read through the
 :class:`~engram.Engram` facade and its sessions only.
 
-Modules: ``access.py`` (who is looking), ``login.py`` (the cookie sign-in),
+Modules: ``access.py`` (who is looking), ``login.py`` (signing in and out),
+``signins.py`` (the sign-ins the server keeps),
 ``pages.py`` (the pages), ``views.py`` (presentation helpers),
 ``rendering.py`` (templates), ``errors.py`` (errors as pages).
 """
@@ -19,12 +20,14 @@ from fastapi.staticfiles import StaticFiles
 
 from engram.dashboard import login, pages
 from engram.dashboard.rendering import STATIC_DIR
+from engram.dashboard.signins import SignIns
 
 __all__ = ["install"]
 
 
 def install(app: FastAPI) -> None:
     """Serve the dashboard's pages at ``/`` and its static files at ``/static``."""
+    app.state.sign_ins = SignIns(app.state.settings.session_seconds)
     app.include_router(login.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

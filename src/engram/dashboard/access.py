@@ -3,7 +3,8 @@
 The dashboard resolves its caller as every door of the server does
 (:func:`engram.server.deps.resolve_caller`): the same keys, the same rights, the
 same local mode (no key in the store: every right, this machine only). A
-browser signs in once with a key, kept in an HTTP-only, same-site cookie;
+browser signs in once with a key; its HTTP-only, same-site cookie names a
+sign-in the server keeps (:mod:`engram.dashboard.signins`), never the key;
 scripts send ``Authorization: Bearer KEY`` as they do to ``/v1``. A key bound
 to scopes sees only those scopes, on every page.
 """
@@ -15,14 +16,15 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from engram.dashboard.signins import SignIns
 from engram.server.auth import Caller
 from engram.server.deps import EngramDep, bearer_secret, resolve_caller
 from engram.server.errors import Forbidden
 
 __all__ = ["COOKIE", "EngramDep", "Viewer", "ViewerDep", "current_viewer"]
 
-#: The cookie that keeps the key of a signed-in browser.
-COOKIE = "engram_key"
+#: The cookie that names the sign-in of a browser (a random id; the key stays on the server).
+COOKIE = "engram_session"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +61,7 @@ class Viewer:
 
 
 async def current_viewer(request: Request) -> Viewer:
-    """The viewer of a page: a bearer header first, else the signed-in cookie.
+    """The viewer of a page: a bearer header first, else the browser's sign-in.
 
     Raises:
         NotAuthenticated: no usable key (pages answer with the login form).
@@ -69,7 +71,8 @@ async def current_viewer(request: Request) -> Viewer:
     if request.method not in ("GET", "HEAD"):
         _same_origin(request)
     bearer = bearer_secret(request)
-    secret = bearer or request.cookies.get(COOKIE) or None
+    sign_ins: SignIns = request.app.state.sign_ins
+    secret = bearer or sign_ins.key(request.cookies.get(COOKIE))
     caller = await resolve_caller(request, secret)
     return Viewer(caller, signed_in=bearer is None and caller.key is not None)
 

@@ -19,13 +19,19 @@ from fastapi.routing import APIRoute
 
 from engram.dashboard.rendering import render
 from engram.errors import EngramError
-from engram.server.errors import NotAuthenticated, status_of
+from engram.server.errors import NotAuthenticated, error_headers, status_of
 
 __all__ = ["PageRoute"]
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
-_TITLES = {401: "Sign in needed", 403: "Not allowed", 404: "Not found", 422: "Cannot do that"}
+_TITLES = {
+    401: "Sign in needed",
+    403: "Not allowed",
+    404: "Not found",
+    422: "Cannot do that",
+    429: "Too many attempts",
+}
 
 
 class PageRoute(APIRoute):
@@ -47,7 +53,9 @@ class PageRoute(APIRoute):
             except EngramError as exc:
                 status, _ = status_of(exc)
                 message = str(exc) if status < 500 else "the server could not do that; see its log"
-                return _page(request, status, message)
+                page = _page(request, status, message)
+                page.headers.update(error_headers(exc))
+                return page
             except RequestValidationError as exc:
                 errors = exc.errors()
                 first = errors[0] if errors else {}

@@ -1,4 +1,8 @@
-"""Signing in and out: a form that takes an API key and keeps it in an HTTP-only cookie."""
+"""Signing in and out: a form that takes an API key and opens a sign-in the server keeps.
+
+The browser's HTTP-only, same-site cookie holds the sign-in's random id, never the
+key (:mod:`engram.dashboard.signins`); ``/logout`` closes the sign-in on the server.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +14,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from engram.dashboard.access import COOKIE
 from engram.dashboard.errors import PageRoute
 from engram.dashboard.rendering import render
+from engram.dashboard.signins import SignIns
 from engram.server.deps import resolve_caller
-from engram.server.errors import NotAuthenticated
+from engram.server.errors import NotAuthenticated, TooManyFailures, error_headers
 
-__all__ = ["COOKIE_SECONDS", "router"]
+__all__ = ["router"]
 
 router = APIRouter(include_in_schema=False, route_class=PageRoute)
-
-#: How long a browser stays signed in (the key itself may be revoked sooner).
-COOKIE_SECONDS = 7 * 24 * 3600
 
 
 def _local(target: str) -> str:
@@ -38,7 +40,7 @@ def login_form(request: Request, next: str = "/") -> Response:
 async def login(
     request: Request, key: Annotated[str, Form()] = "", next: Annotated[str, Form()] = "/"
 ) -> Response:
-    """Check the key with the server's key check, then keep it in the cookie."""
+    """Check the key with the server's key check, then open a sign-in for it."""
     try:
         caller = await resolve_caller(request, key.strip() or None)
     except NotAuthenticated:
@@ -49,12 +51,17 @@ async def login(
             next=_local(next),
             error="This key is unknown or revoked.",
         )
+    except TooManyFailures as exc:
+        page = render(request, "login.html", status_code=429, next=_local(next), error=str(exc))
+        page.headers.update(error_headers(exc))
+        return page
     response = RedirectResponse(_local(next), status_code=303)
     if caller.key is not None:
+        sign_ins: SignIns = request.app.state.sign_ins
         response.set_cookie(
             COOKIE,
-            key.strip(),
-            max_age=COOKIE_SECONDS,
+            sign_ins.open(key.strip()),
+            max_age=int(sign_ins.seconds),
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
@@ -64,8 +71,10 @@ async def login(
 
 
 @router.post("/logout")
-def logout() -> Response:
-    """Forget the key of this browser."""
+def logout(request: Request) -> Response:
+    """Close this browser's sign-in, on the server and in the browser."""
+    sign_ins: SignIns = request.app.state.sign_ins
+    sign_ins.close(request.cookies.get(COOKIE))
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
     return response

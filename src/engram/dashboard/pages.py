@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from engram.context.anatomy import describe
@@ -27,6 +27,8 @@ from engram.dashboard.views import (
 )
 from engram.engine import Engram
 from engram.errors import InvalidQuery
+from engram.intake.checks import MAX_MESSAGE_ID
+from engram.limits import MAX_BUDGET, MAX_ID, MAX_OFFSET
 from engram.session import Session
 
 __all__ = ["router"]
@@ -41,6 +43,14 @@ SESSIONS_PAGE = 50
 SEARCH_HITS = 50
 #: Audit events shown.
 AUDIT_EVENTS = 100
+
+# Integers of the query and the forms are bounded as the REST API bounds them: a value no
+# backend can hold is a 422 naming the field, never a store error.
+Offset = Annotated[int, Query(ge=0, le=MAX_OFFSET)]
+AfterId = Annotated[int | None, Query(ge=1, le=MAX_MESSAGE_ID)]
+MessageId = Annotated[int | None, Query(ge=1, le=MAX_MESSAGE_ID)]
+Budget = Annotated[int | None, Query(ge=1, le=MAX_BUDGET)]
+MemoryId = Annotated[int, Path(ge=1, le=MAX_ID)]
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -75,7 +85,7 @@ def project(
     scope: str,
     engram: EngramDep,
     viewer: ViewerDep,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
 ) -> Response:
     """One project: its sessions, a page at a time, with their activity."""
     viewer.require_read(scope)
@@ -119,7 +129,7 @@ def _prompt(chat: Session, budget: int | None, model: str | None, system: str | 
 
 def _history(chat: Session, after: int | None, at: int | None) -> tuple[list[Any], bool]:
     """A page of the history from ``after`` (or starting at message ``at``), and if it is full."""
-    start = at - 1 if at is not None else after
+    start = (at - 1 or None) if at is not None else after  # at=1: from the very first
     page = chat.messages(after_id=start, limit=HISTORY_PAGE)
     return page, len(page) == HISTORY_PAGE
 
@@ -131,9 +141,9 @@ def conversation(
     session: str,
     engram: EngramDep,
     viewer: ViewerDep,
-    after: Annotated[int | None, Query(ge=0)] = None,
-    at: Annotated[int | None, Query(ge=1)] = None,
-    budget: Annotated[int | None, Query(ge=1)] = None,
+    after: AfterId = None,
+    at: MessageId = None,
+    budget: Budget = None,
     model: str | None = None,
     system: str | None = None,
 ) -> Response:
@@ -171,8 +181,8 @@ def history(
     session: str,
     engram: EngramDep,
     viewer: ViewerDep,
-    after: Annotated[int | None, Query(ge=0)] = None,
-    before: Annotated[int | None, Query(ge=1)] = None,
+    after: AfterId = None,
+    before: MessageId = None,
 ) -> Response:
     """A page of messages (htmx): the next after ``after``, or the ones before ``before``."""
     viewer.require_read(scope)
@@ -205,7 +215,7 @@ def prompt(
     session: str,
     engram: EngramDep,
     viewer: ViewerDep,
-    budget: Annotated[int | None, Query(ge=1)] = None,
+    budget: Budget = None,
     model: str | None = None,
     system: str | None = None,
 ) -> Response:
@@ -262,7 +272,9 @@ def memories(request: Request, scope: str, engram: EngramDep, viewer: ViewerDep)
 
 
 @router.post("/p/{scope}/memories/{memory_id}/delete")
-def delete_memory(scope: str, memory_id: int, engram: EngramDep, viewer: ViewerDep) -> Response:
+def delete_memory(
+    scope: str, memory_id: MemoryId, engram: EngramDep, viewer: ViewerDep
+) -> Response:
     """Delete one memory (the audit trail records it)."""
     viewer.require_write(scope)
     engram.memories(scope).delete(memory_id)

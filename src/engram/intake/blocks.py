@@ -30,11 +30,11 @@ from engram.errors import InvalidMessage
 from engram.intake.parts import join_texts
 from engram.models import JSON
 
-__all__ = ["REASONING_BLOCKS", "has_tool_blocks", "split_anthropic"]
+__all__ = ["REASONING_BLOCKS", "TOOL_BLOCKS", "has_tool_blocks", "split_anthropic"]
 
 #: Anthropic blocks that hold the model's reasoning: not stored as conversation.
 REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
-_TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
+TOOL_BLOCKS = frozenset({"tool_use", "tool_result"})
 
 
 def _block_type(block: object) -> str | None:
@@ -46,9 +46,7 @@ def has_tool_blocks(content: object) -> bool:
     """True when ``content`` is a block list holding Anthropic tool or reasoning blocks."""
     if not isinstance(content, list | tuple):
         return False
-    return any(
-        _block_type(b) in _TOOL_BLOCKS or _block_type(b) in REASONING_BLOCKS for b in content
-    )
+    return any(_block_type(b) in TOOL_BLOCKS or _block_type(b) in REASONING_BLOCKS for b in content)
 
 
 def split_anthropic(fields: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -68,7 +66,7 @@ def split_anthropic(fields: Mapping[str, Any]) -> list[dict[str, Any]]:
         return [_assistant(fields, blocks)]
     if role == "user":
         return _user(fields, blocks)
-    kinds = sorted({str(_block_type(b)) for b in blocks if _block_type(b) in _TOOL_BLOCKS})
+    kinds = sorted({str(_block_type(b)) for b in blocks if _block_type(b) in TOOL_BLOCKS})
     if kinds:
         raise InvalidMessage(
             f"content: {role!r} messages cannot hold {', '.join(kinds)} blocks", field="content"

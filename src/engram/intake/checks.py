@@ -47,9 +47,6 @@ MAX_ID_CHARS = 256
 MAX_MESSAGE_ID = MAX_ID
 #: OpenAI's rule for the ``name`` field of a message (matched whole).
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
-#: Metadata key Engram keeps for the idempotency record of a message (:mod:`engram.idempotency`):
-#: a caller's metadata may not hold it, so user data never poses as a key.
-IDEMPOTENCY_RECORD = "_engram_idempotency"
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 #: A field path: ``content``, ``content[1].image_url.url``, ``metadata.tags[0]``.

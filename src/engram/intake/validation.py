@@ -23,7 +23,6 @@ from typing import Any
 from engram.errors import InvalidMessage
 from engram.intake.blocks import has_tool_blocks, split_anthropic
 from engram.intake.checks import (
-    IDEMPOTENCY_RECORD,
     MAX_ARGUMENTS_BYTES,
     MAX_CONTENT_BYTES,
     MAX_ID_CHARS,
@@ -37,7 +36,7 @@ from engram.intake.checks import (
     text_field,
     timestamp,
 )
-from engram.models import JSON, ROLES, NewMessage
+from engram.models import IDEMPOTENCY_RECORD, JSON, ROLES, NewMessage
 
 __all__ = [
     "ANTHROPIC_FIELDS",

@@ -260,21 +260,31 @@ class Memories:
     def delete(self, memory_id: int) -> None:
         """Delete one memory of this scope.
 
+        The audit trail keeps what was done (action, ids, time) but no longer the
+        text of any memory that is gone: each event about deleted memories keeps a
+        SHA-256 of its text instead.
+
         Raises:
             MemoryNotFound: no such memory in this scope.
 
         """
         traced = telemetry.memory_span("delete_memory", self.scope, record=str(memory_id), count=1)
         with traced, self._lock:
+            live = {memory.id for memory in self.store.list_memories(self.scope)}
+            if memory_id not in live:
+                raise MemoryNotFound(f"no memory {memory_id} in scope {self.scope!r}")
+            # The text goes from the audit first: a crash in between leaves none behind.
+            self.store.redact_audit(self.scope, live - {memory_id})
             if not self.store.delete_memory(self.scope, memory_id):
                 raise MemoryNotFound(f"no memory {memory_id} in scope {self.scope!r}")
             self.store.add_audit(self.scope, {"event": "delete", "memory": memory_id})
             self.metrics.scope_size(self.scope, self.count())
 
     def purge(self) -> int:
-        """Delete every memory of the scope (the purge); the audit trail stays."""
+        """Delete every memory of the scope (the purge); the audit trail stays, without text."""
         # A delete_memory span without a record id: every record of the store.
         with telemetry.memory_span("delete_memory", self.scope) as traced, self._lock:
+            self.store.redact_audit(self.scope, ())
             removed = self.store.purge_memories(self.scope)
             traced.set({"gen_ai.memory.record.count": removed})
             self.store.add_audit(self.scope, {"event": "purge", "deleted": removed})

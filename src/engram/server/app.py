@@ -24,15 +24,25 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from engram import dashboard
 from engram.engine import Engram
+from engram.server import documented
 from engram.server.api_docs import install_docs
 from engram.server.auth import KeyCheck
 from engram.server.body_limit import BodyLimit
-from engram.server.deps import ERROR_RESPONSES, RIGHTS_KEY, enforce_rights, rights_of
+from engram.server.deps import (
+    ERROR_RESPONSES,
+    NOT_JSON_RESPONSE,
+    RIGHTS_KEY,
+    enforce_rights,
+    rights_of,
+)
 from engram.server.errors import install_error_handlers
-from engram.server.mcp_mount import mount_mcp
+from engram.server.hosts import LocalHosts
+from engram.server.json_only import BODY_METHODS, JsonOnly
+from engram.server.mcp_mount import MCP_PATH, mount_mcp
 from engram.server.metrics import ServerMetrics
 from engram.server.routes import RESOURCES, health, proxy
 from engram.server.settings import ServerSettings
+from engram.server.throttle import FailedKeys
 
 OPENAPI_PATH = "/openapi.json"
 DESCRIPTION = """Conversation memory for LLM applications, as a service.
@@ -40,7 +50,8 @@ DESCRIPTION = """Conversation memory for LLM applications, as a service.
 Every `/v1` route needs `Authorization: Bearer KEY` once the store holds an API key
 (`engram keys create`); an admin key reaches everything, other keys only their scopes,
 read-only keys only read. Each operation says the rights it needs in `x-engram-rights`.
-Errors are `{"error": {"type", "message", "field"}}`.
+Errors are `{"error": {"type", "message", "field"}}`. Request bodies are JSON: a `POST`,
+`PUT` or `PATCH` without `Content-Type: application/json` gets 415.
 """
 
 
@@ -60,6 +71,8 @@ def include_v1(app: FastAPI, router: APIRouter) -> None:
         if not any(dep.call is enforce_rights for dep in route.dependant.dependencies):
             raise RuntimeError(f"{route.path} has no enforce_rights; make it with v1_router()")
         route.openapi_extra = {**(route.openapi_extra or {}), RIGHTS_KEY: rights_of(route)}
+        if set(route.methods or ()) & BODY_METHODS:
+            route.responses = {**route.responses, 415: NOT_JSON_RESPONSE}
     app.include_router(router)
 
 
@@ -86,11 +99,14 @@ def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAP
     )
     app.state.engram = engram
     app.state.settings = settings
-    app.state.key_check = KeyCheck(engram, settings.key_cache_seconds)
+    keys = KeyCheck(engram, settings.key_cache_seconds)
+    app.state.key_check = keys
+    app.state.failed_keys = FailedKeys(settings.key_failures, settings.key_failure_window)
     metrics = ServerMetrics(engram)
     app.state.metrics = metrics
     install_error_handlers(app)
     install_docs(app, OPENAPI_PATH)
+    documented.install(app)
     app.include_router(health.router, responses={503: ERROR_RESPONSES[503]})
     dashboard.install(app)  # the pages at / (outside the API document), behind the same keys
     for router in RESOURCES:
@@ -101,4 +117,6 @@ def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAP
         mount_mcp(app)
     app.add_middleware(_Timed, metrics=metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(JsonOnly, prefixes=("/v1", MCP_PATH))  # no cross-site simple request
+    app.add_middleware(LocalHosts, keys=keys, allowed=settings.allowed_hosts)  # outermost
     return app

@@ -95,12 +95,29 @@ class KeyCheck:
             raise NotAuthenticated("unknown or revoked API key")
         return Caller(found[1])
 
-    def check(self, secret: str | None) -> Caller:
-        """The caller, asking the store (blocking: call it in a worker thread)."""
+    def cached_local(self) -> bool | None:
+        """Whether no key is active (local mode), from the cache alone; None: ask the store."""
+        with self._lock:
+            required = self._required
+        if required is None or required[0] < time.monotonic():
+            return None
+        return not required[1]
+
+    def local(self) -> bool:
+        """Whether no key is active (local mode), asking the store (blocking)."""
+        return not self._refresh_required()
+
+    def _refresh_required(self) -> bool:
         expires = time.monotonic() + self._ttl
         required = self._keys is not None and bool(self._keys.active())
         with self._lock:
             self._required = (expires, required)
+        return required
+
+    def check(self, secret: str | None) -> Caller:
+        """The caller, asking the store (blocking: call it in a worker thread)."""
+        expires = time.monotonic() + self._ttl
+        required = self._refresh_required()
         if not required:
             return Caller(None)
         if secret is None:

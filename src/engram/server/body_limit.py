@@ -8,11 +8,9 @@ server hold more than :attr:`~engram.server.settings.ServerSettings.max_body_byt
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engram.server.errors import error_body
+from engram.server.asgi import send_error
 
 
 class BodyLimit:
@@ -60,17 +58,6 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, send: Send) -> None:
-        body = json.dumps(
-            error_body("payload_too_large", f"the request body is over {self.limit} bytes")
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
+        await send_error(
+            send, 413, "payload_too_large", f"the request body is over {self.limit} bytes"
         )
-        await send({"type": "http.response.body", "body": body})

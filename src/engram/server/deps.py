@@ -25,10 +25,12 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from engram.aio import offload
 from engram.engine import Engram
 from engram.intake.validation import MAX_ID_CHARS
+from engram.server import documented
 from engram.server.auth import Caller, KeyCheck, is_remote
-from engram.server.errors import COMMON_ERRORS, NotAuthenticated
+from engram.server.errors import COMMON_ERRORS, NotAuthenticated, TooManyFailures
 from engram.server.metrics import ServerMetrics
 from engram.server.schemas import ErrorOut
+from engram.server.throttle import FailedKeys
 
 # Dependencies are ``async``: FastAPI runs a plain ``def`` dependency in a worker thread,
 # a thread hop per request for nothing.
@@ -54,29 +56,50 @@ async def engram_of(request: Request) -> Engram:
     return engram
 
 
-async def resolve_caller(request: Request, secret: str | None) -> Caller:
+async def resolve_caller(request: Request, secret: str | None, *, last: bool = True) -> Caller:
     """The caller a key makes for this request (cached checks, else a store read in a thread).
 
     Every door calls it with the key it read (REST and MCP from the bearer
-    header, the dashboard from its cookie or the header), so the same key has
-    the same rights everywhere.
+    header, the dashboard from its session or the header), so the same key has
+    the same rights everywhere. A key from an address with too many failed
+    checks lately is not even looked at (:mod:`engram.server.throttle`); a
+    wrong one counts as a failure, unless ``last`` is False (the door has
+    another check to try, and counts the failure itself: :func:`key_failed`).
 
     Raises:
         NotAuthenticated: a key is needed and this one is missing, unknown or
             revoked, or the server has no key yet and the request comes from
             another machine.
+        TooManyFailures: this address failed too many key checks lately (429).
 
     """
     keys: KeyCheck = request.app.state.key_check
-    caller = keys.cached(secret)
-    if caller is None:
-        caller = await offload(keys.check, secret)
+    failures: FailedKeys = request.app.state.failed_keys
+    host = request.client.host if request.client else None
+    if secret is not None:
+        wait = failures.retry_after(host)
+        if wait is not None:
+            raise TooManyFailures(wait, failures.limit, failures.window)
+    try:
+        caller = keys.cached(secret)
+        if caller is None:
+            caller = await offload(keys.check, secret)
+    except NotAuthenticated:
+        if secret is not None and last:
+            failures.failed(host)
+        raise
     if caller.key is None and is_remote(request.client.host if request.client else None):
         raise NotAuthenticated(
             "this server has no API key yet and serves only its own machine; "
             "create one with `engram keys create`"
         )
     return caller
+
+
+def key_failed(request: Request) -> None:
+    """Count a failed key check of this request's address (a door's own last check failed)."""
+    failures: FailedKeys = request.app.state.failed_keys
+    failures.failed(request.client.host if request.client else None)
 
 
 def bearer_secret(request: Request) -> str | None:
@@ -124,6 +147,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorOut, "description": "An error: {error: {type, message, field}}."}
     for status in COMMON_ERRORS
 }
+#: The 415 of a route that takes a body (see :mod:`engram.server.json_only`).
+NOT_JSON_RESPONSE: dict[str, Any] = {
+    "model": ErrorOut,
+    "description": "The body was not sent with Content-Type: application/json.",
+}
 
 
 def v1_router(tag: str) -> APIRouter:
@@ -137,8 +165,20 @@ def v1_router(tag: str) -> APIRouter:
 
 
 ScopePath = Annotated[
-    str, Path(min_length=1, max_length=MAX_ID_CHARS, description="A scope (project, app, user).")
+    str,
+    Path(
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        description="A scope (project, app, user).",
+        json_schema_extra=documented.ID,
+    ),
 ]
 SessionPath = Annotated[
-    str, Path(min_length=1, max_length=MAX_ID_CHARS, description="A session of the scope.")
+    str,
+    Path(
+        min_length=1,
+        max_length=MAX_ID_CHARS,
+        description="A session of the scope.",
+        json_schema_extra=documented.ID,
+    ),
 ]

@@ -63,9 +63,23 @@ class NotReady(EngramError):
     """The server cannot serve yet (its store does not answer)."""
 
 
+class TooManyFailures(EngramError):
+    """This address failed too many key checks lately (see :mod:`engram.server.throttle`)."""
+
+    def __init__(self, retry_after: int, limit: int, window: float) -> None:
+        """The refusal, with the seconds to wait and the limit that was reached."""
+        super().__init__(
+            f"too many wrong API keys from this address: try again in {retry_after} s "
+            f"(at most {limit} failed key checks per {window:g} s)",
+            field="Authorization",
+        )
+        self.retry_after = retry_after
+
+
 #: (error class, HTTP status, error type), most specific first.
 ERROR_STATUS: tuple[tuple[type[EngramError], int, str], ...] = (
     (NotAuthenticated, 401, "unauthenticated"),
+    (TooManyFailures, 429, "too_many_failures"),
     (Forbidden, 403, "forbidden"),
     (PayloadTooLarge, 413, "payload_too_large"),
     (PromptTooLarge, 413, "prompt_too_large"),
@@ -90,7 +104,7 @@ ERROR_STATUS: tuple[tuple[type[EngramError], int, str], ...] = (
 )
 
 #: Statuses any route may answer besides its success, documented on every route.
-COMMON_ERRORS = (400, 401, 403, 404, 413, 422, 503)
+COMMON_ERRORS = (400, 401, 403, 404, 413, 422, 429, 503)
 
 
 def status_of(exc: EngramError) -> tuple[int, str]:
@@ -101,9 +115,25 @@ def status_of(exc: EngramError) -> tuple[int, str]:
     return 500, "internal"  # pragma: no cover - EngramError is the last row
 
 
+def error_headers(exc: EngramError) -> dict[str, str]:
+    """The headers an error's response carries: how to authenticate, when to retry."""
+    if isinstance(exc, NotAuthenticated):
+        return {"WWW-Authenticate": "Bearer"}
+    if isinstance(exc, TooManyFailures):
+        return {"Retry-After": str(exc.retry_after)}
+    return {}
+
+
 def error_body(kind: str, message: str, field: str | None = None) -> dict[str, Any]:
-    """The JSON body of every error response."""
-    return {"error": {"type": kind, "message": message, "field": field}}
+    """The JSON body of every error response (a lone surrogate quoted from input is escaped)."""
+    return {"error": {"type": kind, "message": _utf8(message), "field": _utf8(field)}}
+
+
+def _utf8(text: str | None) -> str | None:
+    """``text`` as UTF-8 can carry it: a lone surrogate becomes its backslash escape."""
+    if text is None or text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 async def _engram_error(request: Request, exc: Exception) -> JSONResponse:
@@ -112,7 +142,7 @@ async def _engram_error(request: Request, exc: Exception) -> JSONResponse:
     if status >= 500:
         logger.error("%s %s failed: %s", request.method, request.url.path, exc)
     message = str(exc) if status < 500 or kind != "internal" else "internal error"
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    headers = error_headers(exc)
     field = exc.field if isinstance(exc.field, str) and status < 500 else None
     if field is not None:
         field = _HEADERS.get(field) or dotted(field)

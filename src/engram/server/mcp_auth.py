@@ -31,8 +31,8 @@ from engram.errors import EngramError
 from engram.intake.validation import check_id
 from engram.models import ApiKeyRecord
 from engram.server.auth import Caller
-from engram.server.deps import bearer_secret, resolve_caller
-from engram.server.errors import Forbidden, NotAuthenticated, status_of
+from engram.server.deps import bearer_secret, key_failed, resolve_caller
+from engram.server.errors import Forbidden, NotAuthenticated, error_headers, status_of
 
 #: Where the metadata of ``/mcp`` is published (RFC 9728: the well-known prefix, then the path).
 METADATA_PATH = "/.well-known/oauth-protected-resource"
@@ -56,14 +56,15 @@ async def mcp_caller(request: Request) -> Caller:
 
     """
     secret = bearer_secret(request)
+    verifier = getattr(request.app.state.settings, "mcp_token_verifier", None)
     try:
-        return await resolve_caller(request, secret)
+        return await resolve_caller(request, secret, last=verifier is None)
     except NotAuthenticated:
-        verifier = getattr(request.app.state.settings, "mcp_token_verifier", None)
         if verifier is None or secret is None:
             raise
         access = await verifier.verify_token(secret)
         if access is None or (access.expires_at and access.expires_at < time.time()):
+            key_failed(request)
             raise NotAuthenticated("unknown, expired or revoked token") from None
         return token_caller(access)
 
@@ -122,7 +123,8 @@ async def refusal(request: Request, exc: EngramError) -> Response:
     """
     status, kind = status_of(exc)
     message = str(exc)
-    headers = {}
+    headers = error_headers(exc)
+    headers.pop("WWW-Authenticate", None)  # the challenge below names the metadata
     if isinstance(exc, NotAuthenticated):
         make = "engram keys create --scope NAME makes one"
         if "Bearer" in message:

@@ -16,7 +16,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
-from engram.intake.checks import MAX_CONTENT_BYTES
+from engram.context.builder import MIN_BUDGET
+from engram.intake.checks import MAX_CONTENT_BYTES, MAX_ID_CHARS
+from engram.limits import MAX_BUDGET
+from engram.server import documented
 from engram.server.settings import MAX_BATCH, MAX_PAGE_SIZE
 
 JSONObject = dict[str, Any]
@@ -42,22 +45,27 @@ class ErrorOut(BaseModel):
 class MessageIn(BaseModel):
     """One message in OpenAI chat format, plus optional ``created_at`` and ``metadata``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=documented.MESSAGE_ROLES)
 
-    role: str
+    role: str = Field(json_schema_extra=documented.ROLE)
     content: str | list[JSONObject] | None = Field(
         None,
         description="Text, or a list of content parts: text, image_url (an http(s) URL or a"
         " base64 data URL; detail low, high or auto) and Anthropic blocks (image, tool_use,"
         " tool_result).",
+        json_schema_extra=documented.TEXT,
     )
-    name: str | None = None
+    name: str | None = Field(None, json_schema_extra=documented.NAME)
     tool_calls: list[JSONObject] | None = None
-    tool_call_id: str | None = None
-    created_at: datetime | float | None = Field(
-        None, description="ISO-8601 date-time or unix seconds; default: now."
+    tool_call_id: str | None = Field(
+        None, json_schema_extra={"maxLength": MAX_ID_CHARS, **documented.ID}
     )
-    metadata: JSONObject | None = None
+    created_at: datetime | float | None = Field(
+        None,
+        description="ISO-8601 date-time or unix seconds; default: now.",
+        json_schema_extra=documented.UNIX_SECONDS_RANGE,
+    )
+    metadata: JSONObject | None = Field(None, json_schema_extra=documented.METADATA)
     # Null fields the OpenAI SDK includes when it dumps an assistant message.
     refusal: None = None
     audio: None = None
@@ -81,7 +89,9 @@ class MessageBatchIn(BaseModel):
 
     messages: list[MessageIn] = Field(min_length=1, max_length=MAX_BATCH)
     policy: str | JSONObject | None = Field(
-        None, description="Store this policy with the session (preset name or numbers)."
+        None,
+        description="Store this policy with the session (preset name or numbers).",
+        json_schema_extra=documented.POLICY,
     )
 
 
@@ -186,7 +196,9 @@ class SessionIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     policy: str | JSONObject | None = Field(
-        None, description="A preset name (lean, summary_buffer, ...) or a policy object."
+        None,
+        description="A preset name (lean, summary_buffer, ...) or a policy object.",
+        json_schema_extra=documented.POLICY,
     )
 
 
@@ -201,7 +213,11 @@ class ScopePurgedOut(BaseModel):
 
     success: bool
     sessions: int
+    messages: int
     memories: int
+    forgotten: bool = Field(
+        description="Whether the audit trail and usage went too (``forget=true``)."
+    )
 
 
 # -- the prompt ----------------------------------------------------------------------------
@@ -212,12 +228,20 @@ class ContextIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    budget: int | None = Field(None, ge=1, le=10_000_000, description="Tokens in all.")
-    reserve: int | None = Field(None, ge=0, le=10_000_000, description="Kept for the answer.")
-    system: str | None = Field(None, max_length=MAX_CONTENT_BYTES)
-    model: str | None = Field(None, max_length=200)
-    policy: str | JSONObject | None = None
-    compact: bool = Field(True, description="False: never write (no compaction is started).")
+    budget: int | None = Field(
+        None, ge=MIN_BUDGET, le=MAX_BUDGET, description="Tokens in all (reserve included)."
+    )
+    reserve: int | None = Field(None, ge=0, le=MAX_BUDGET, description="Kept for the answer.")
+    system: str | None = Field(
+        None, max_length=MAX_CONTENT_BYTES, json_schema_extra=documented.TEXT
+    )
+    model: str | None = Field(None, max_length=200, json_schema_extra=documented.TEXT)
+    policy: str | JSONObject | None = Field(None, json_schema_extra=documented.POLICY)
+    compact: bool = Field(
+        True,
+        description="False: never write (no compaction, no prompt-log record); a read-only "
+        "key's context is always built so.",
+    )
 
 
 class OmissionOut(BaseModel):
@@ -327,8 +351,10 @@ class CompactIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    system: str | None = Field(None, max_length=MAX_CONTENT_BYTES)
-    policy: str | JSONObject | None = None
+    system: str | None = Field(
+        None, max_length=MAX_CONTENT_BYTES, json_schema_extra=documented.TEXT
+    )
+    policy: str | JSONObject | None = Field(None, json_schema_extra=documented.POLICY)
 
 
 class CompactOut(BaseModel):
@@ -365,7 +391,7 @@ class EndIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field("ended", max_length=500)
+    reason: str = Field("ended", max_length=500, json_schema_extra=documented.TEXT)
 
 
 class EndOut(BaseModel):
@@ -408,8 +434,8 @@ class MemoryIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: str
-    metadata: JSONObject | None = None
+    content: str = Field(json_schema_extra=documented.MEMORY_TEXT)
+    metadata: JSONObject | None = Field(None, json_schema_extra=documented.METADATA)
 
 
 class MemoryPatch(BaseModel):
@@ -417,8 +443,8 @@ class MemoryPatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    content: str | None = None
-    metadata: JSONObject | None = None
+    content: str | None = Field(None, json_schema_extra=documented.MEMORY_TEXT)
+    metadata: JSONObject | None = Field(None, json_schema_extra=documented.METADATA)
 
 
 class AuditOut(BaseModel):

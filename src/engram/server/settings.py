@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engram.proxy.settings import ProxySettings
+from engram.server.throttle import KEY_FAILURE_WINDOW, KEY_FAILURES
 from engram.store.base import MAX_PAGE
 
 #: Largest request body accepted, in bytes (a batch of large messages fits).
@@ -19,6 +20,8 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_BATCH = 1000
 #: Most rows one page of a listing returns (the store's own cap; the schemas say so).
 MAX_PAGE_SIZE = MAX_PAGE
+#: How long a dashboard sign-in lasts, in seconds (12 hours).
+SESSION_SECONDS = 12 * 3600.0
 #: How long a checked key (or "no key exists") is trusted before the store is asked again.
 KEY_CACHE_SECONDS = 5.0
 
@@ -47,6 +50,17 @@ class ServerSettings:
             Resource Metadata names (those whose tokens the verifier accepts).
         public_url: The server's URL as clients reach it (behind a reverse
             proxy); None: each request's own.
+        key_failures: Failed key checks a client address may make within
+            ``key_failure_window`` seconds; past them its requests with a key get
+            429 and ``Retry-After`` until the oldest failure is that old (0: no
+            throttle; see :mod:`engram.server.throttle`).
+        key_failure_window: That window, in seconds.
+        session_seconds: How long a dashboard sign-in lasts (the server-side
+            session the browser's cookie names).
+        allowed_hosts: Names besides this machine's (``localhost``, loopback
+            addresses, the address a request arrived on) that a request's ``Host``
+            may carry while the store holds no API key; others get 421
+            (see :mod:`engram.server.hosts`).
 
     """
 
@@ -59,3 +73,7 @@ class ServerSettings:
     mcp_token_verifier: Any = None
     mcp_authorization_servers: tuple[str, ...] = ()
     public_url: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    key_failures: int = KEY_FAILURES
+    key_failure_window: float = KEY_FAILURE_WINDOW
+    session_seconds: float = SESSION_SECONDS

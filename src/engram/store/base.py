@@ -27,7 +27,7 @@ Every multi-row write is atomic: all of it or none of it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 from zoneinfo import ZoneInfo
@@ -222,6 +222,15 @@ class MemoryRecords(Protocol):
 
     def list_audit(self, scope: str, *, limit: int = 100) -> list[JSON]:
         """The scope's audit events, newest first; each has ``id`` and ``at`` added."""
+        ...
+
+    def redact_audit(self, scope: str, keep: Collection[int]) -> int:
+        """Erase the memory text of the scope's audit events about memories not in ``keep``.
+
+        Each such event keeps its action, ids, time and counts; its text fields are
+        replaced by their SHA-256 (:func:`engram.store.common.redacted_audit_event`).
+        Returns how many events changed.
+        """
         ...
 
 

@@ -7,7 +7,8 @@ of them live here once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import hashlib
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -70,6 +71,38 @@ def split_audit_event(event: Mapping[str, Any]) -> tuple[JSON, datetime]:
     body = dict(event)
     body.pop("id", None)
     return body, audit_time(body.pop("at", None))
+
+
+#: Fields of an audit event naming the memories it is about.
+AUDIT_MEMORY_FIELDS = ("memory", "target", "new_memory")
+#: Free-text fields of an audit event, which may hold (or quote) a memory's text.
+AUDIT_TEXT_FIELDS = ("content", "new_content", "reason", "error")
+#: Set on an audit event whose text was replaced by its hash.
+REDACTED = "redacted"
+
+
+def redacted_audit_event(body: Mapping[str, Any], keep: Collection[int]) -> JSON | None:
+    """``body`` with its text replaced by SHA-256 digests, or None when it stays as it is.
+
+    An event about memories (``memory``, ``target``, ``new_memory``) none of which is
+    in ``keep`` loses every free-text field (:data:`AUDIT_TEXT_FIELDS`): ``content``
+    becomes ``content_sha256`` and so on, and ``redacted`` is set. The action, the
+    ids, the session and the counts stay. Events about no memory hold no memory text.
+    """
+    named = [body.get(name) for name in AUDIT_MEMORY_FIELDS]
+    ids = [value for value in named if isinstance(value, int) and not isinstance(value, bool)]
+    if not ids or any(memory_id in keep for memory_id in ids):
+        return None
+    texts = [name for name in AUDIT_TEXT_FIELDS if isinstance(body.get(name), str)]
+    if not texts:
+        return None
+    out = {key: value for key, value in body.items() if key not in texts}
+    for name in texts:
+        out[f"{name}_sha256"] = hashlib.sha256(
+            str(body[name]).encode("utf-8", "replace")
+        ).hexdigest()
+    out[REDACTED] = True
+    return out
 
 
 def messages_between(

@@ -5,7 +5,15 @@ from __future__ import annotations
 from engram.context import Context
 from engram.server.boundary import on_session
 from engram.server.convert import context_out
-from engram.server.deps import READ, EngramDep, MetricsDep, ScopePath, SessionPath, v1_router
+from engram.server.deps import (
+    READ,
+    CallerDep,
+    EngramDep,
+    MetricsDep,
+    ScopePath,
+    SessionPath,
+    v1_router,
+)
 from engram.server.schemas import ContextIn, ContextOut
 from engram.session import Session
 
@@ -17,6 +25,7 @@ router = v1_router("context")
 )
 async def build_context(
     engram: EngramDep,
+    caller: CallerDep,
     metrics: MetricsDep,
     scope: ScopePath,
     session: SessionPath,
@@ -24,10 +33,12 @@ async def build_context(
 ) -> ContextOut:
     """The prompt within ``budget - reserve`` tokens: messages, ids, omissions, section tokens.
 
-    A compaction that is due runs as the session's policy says (a read-only
-    key may ask: compaction only folds what is stored). ``compact: false``
-    never writes. A session nothing created yet (no append, no ``PUT``) is 404.
+    A compaction that is due runs as the session's policy says, and the turn is
+    recorded in the prompt log. ``compact: false`` never writes, and a read-only
+    key's context is always built so: it writes nothing (no summary, no record).
+    A session nothing created yet (no append, no ``PUT``) is 404.
     """
+    compact = body.compact and caller.may(scope, write=True)
 
     def build(handle: Session) -> Context:
         return handle.context(
@@ -36,7 +47,7 @@ async def build_context(
             system=body.system,
             model=body.model,
             policy=body.policy,
-            compact=body.compact,
+            compact=compact,
         )
 
     context = await on_session(engram, scope, session, build)

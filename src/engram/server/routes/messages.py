@@ -10,6 +10,7 @@ from engram.aio import offload
 from engram.errors import InvalidMessage
 from engram.idempotency import MAX_KEY_BYTES
 from engram.intake.checks import MAX_MESSAGE_ID
+from engram.server import documented
 from engram.server.boundary import on_session
 from engram.server.convert import message_out, messages_out, one_message_error
 from engram.server.deps import EngramDep, MetricsDep, ScopePath, SessionPath, v1_router
@@ -37,6 +38,7 @@ async def append_messages(
             max_length=MAX_KEY_BYTES,
             description="A retry with the same key stores nothing again and answers the "
             "messages the first attempt stored; the same key with other messages is 422.",
+            json_schema_extra=documented.HEADER_KEY,
         ),
     ] = None,
 ) -> AppendOut:
@@ -70,7 +72,7 @@ async def list_messages(
     scope: ScopePath,
     session: SessionPath,
     after: Annotated[
-        int | None, Query(ge=0, le=MAX_MESSAGE_ID, description="Last id seen.")
+        int | None, Query(ge=1, le=MAX_MESSAGE_ID, description="Last id seen.")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 100,
 ) -> MessagePage:

@@ -5,14 +5,13 @@ key gets Engram's memory (see :mod:`engram.proxy`). This module translates
 and authorizes: it finds the session, checks the key may write its scope,
 reads the request's budget, waits for the session's turn, and hands the
 request to :class:`~engram.proxy.ProxyTurn`. Upstream errors go back with the
-upstream's status, body and rate-limit headers (:func:`install`).
+upstream's status, body (credentials redacted) and rate-limit headers
+(:func:`install`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator
-from typing import Any
 
 import anyio
 from fastapi import FastAPI, Header, Request
@@ -30,8 +29,11 @@ from engram.proxy import (
     parse_request,
 )
 from engram.proxy.budget import BUDGET_HEADER, resolve
+from engram.proxy.checks import check_target, read_body
 from engram.proxy.plan import Retry
+from engram.proxy.redact import redact
 from engram.proxy.serial import Held, SessionTurns
+from engram.server import documented
 from engram.server.auth import Caller
 from engram.server.deps import READ, CallerDep, EngramDep, v1_router
 from engram.server.errors import NotReady
@@ -63,6 +65,7 @@ def install(app: FastAPI, settings: ProxySettings) -> None:
     "/chat/completions",
     summary="An OpenAI chat completion with Engram's memory",
     response_model=None,
+    openapi_extra=documented.CHAT_REQUEST,
     responses={
         200: {
             "description": "A chat completion, or server-sent events when streaming.",
@@ -81,9 +84,10 @@ async def chat_completions(
     """Align the messages with the session, answer with its context, store the answer."""
     upstream = _upstream(request)
     settings = upstream.settings
-    body = await _json(request)
+    body = read_body(await request.body())  # all of it checked before the first write
     target = find_target(request.headers, body)
     scope = target.scope or own_scope(caller)
+    check_target(target, scope, request.headers)
     caller.require(scope, "write")
     chat = parse_request(body)
     retry = Retry(
@@ -118,8 +122,11 @@ async def chat_completions(
 
 @router.get("/models", summary="The upstream's models", response_model=None, openapi_extra=READ)
 async def models(request: Request) -> Response:
-    """The upstream's model list, as it answers it."""
-    status, body, content_type = await _upstream(request).models()
+    """The upstream's model list, as it answers it (an error's credentials redacted)."""
+    upstream = _upstream(request)
+    status, body, content_type = await upstream.models()
+    if status >= 400:
+        body = redact(body, [upstream.settings.api_key])
     return Response(body, status_code=status, media_type=content_type)
 
 
@@ -175,16 +182,6 @@ def _upstream(request: Request) -> Upstream:
     return upstream
 
 
-async def _json(request: Request) -> dict[str, Any]:
-    try:
-        body = json.loads(await request.body())
-    except ValueError:
-        raise InvalidRequest("the request body is not JSON", "body") from None
-    if not isinstance(body, dict):
-        raise InvalidRequest("the request body must be a JSON object", "body")
-    return body
-
-
 def own_scope(caller: Caller) -> str:
     """The scope of a request that names none: a one-scope key's scope, else ``default``."""
     visible = caller.visible()
@@ -193,6 +190,10 @@ def own_scope(caller: Caller) -> str:
 
 async def _upstream_failed(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, UpstreamFailed)
+    upstream = _upstream(request)
     return Response(
-        exc.body, status_code=exc.status, media_type=exc.content_type, headers=exc.headers
+        redact(exc.body, [upstream.settings.api_key]),
+        status_code=exc.status,
+        media_type=exc.content_type,
+        headers=exc.headers,
     )

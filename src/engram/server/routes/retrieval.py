@@ -13,9 +13,10 @@ from engram.aio import offload
 from engram.intake.checks import MAX_MESSAGE_ID
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.search.dates import MAX_PHRASE_LENGTH
+from engram.server import documented
 from engram.server.boundary import on_session
 from engram.server.convert import hit_out, messages_out
-from engram.server.deps import READ, EngramDep, ScopePath, SessionPath, v1_router
+from engram.server.deps import READ, CallerDep, EngramDep, ScopePath, SessionPath, v1_router
 from engram.server.schemas import (
     DateRangeOut,
     MessageList,
@@ -30,7 +31,12 @@ from engram.session import Session
 router = v1_router("retrieval")
 
 RoleName = Literal["system", "user", "assistant", "tool"]
-SearchText = Annotated[str, Query(min_length=1, max_length=1000, description="Plain words.")]
+SearchText = Annotated[
+    str,
+    Query(
+        min_length=1, max_length=1000, description="Plain words.", json_schema_extra=documented.TEXT
+    ),
+]
 Limit = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)]
 Roles = Annotated[list[RoleName] | None, Query(description="Only these roles (repeatable).")]
 Since = Annotated[datetime | None, Query(description="Only messages at or after (ISO).")]
@@ -150,6 +156,7 @@ async def stats(engram: EngramDep, scope: ScopePath, session: SessionPath) -> St
 )
 async def call_tool(
     engram: EngramDep,
+    caller: CallerDep,
     scope: ScopePath,
     session: SessionPath,
     name: Annotated[str, Path(min_length=1, max_length=64, description="A tool's name.")],
@@ -159,9 +166,20 @@ async def call_tool(
 
     The result is the JSON text the model would get (``text``) and the same
     decoded (``result``); bad arguments or an unknown tool give
-    ``{"error": {...}}`` in it, as a model would see them.
+    ``{"error": {...}}`` in it, as a model would see them. A read-only key
+    reaches only the tools that do not write.
     """
+    # A read-only key is offered only the tools that read (an application's own may write).
+    offered = None if caller.may(scope, write=True) else read_only_tools()
     text = await on_session(
-        engram, scope, session, lambda handle: tools.dispatch(handle, name, body.arguments)
+        engram,
+        scope,
+        session,
+        lambda handle: tools.dispatch(handle, name, body.arguments, names=offered),
     )
     return ToolResultOut(name=name, text=text, result=json.loads(text))
+
+
+def read_only_tools() -> list[str]:
+    """The registered tools that only read."""
+    return [name for name, tool in tools.TOOLS.items() if not tool.writes]

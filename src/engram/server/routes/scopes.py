@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from fastapi import Query
+
 from engram.aio import offload
 from engram.server.convert import scope_out
 from engram.server.deps import ADMIN, CallerDep, EngramDep, ScopePath, v1_router
@@ -24,7 +28,27 @@ async def get_scope(engram: EngramDep, scope: ScopePath) -> ScopeOut:
 
 
 @router.delete("/scopes/{scope}", response_model=ScopePurgedOut, openapi_extra=ADMIN)
-async def delete_scope(engram: EngramDep, scope: ScopePath) -> ScopePurgedOut:
-    """Delete a whole scope: every session, message and memory (admin; the audit stays)."""
-    gone = await offload(engram.purge_scope, scope)
-    return ScopePurgedOut(success=True, sessions=gone["sessions"], memories=gone["memories"])
+async def delete_scope(
+    engram: EngramDep,
+    scope: ScopePath,
+    forget: Annotated[
+        bool,
+        Query(
+            description="Also delete the scope's audit trail and model usage, keeping one audit "
+            'entry with the counts ("forget this user").'
+        ),
+    ] = False,
+) -> ScopePurgedOut:
+    """Delete a whole scope: every session, message and memory (admin).
+
+    The audit trail stays with the action, ids and times but without the memories' text
+    (a SHA-256 of it instead); with ``forget=true`` it goes too.
+    """
+    gone = await offload(engram.forget_scope if forget else engram.purge_scope, scope)
+    return ScopePurgedOut(
+        success=True,
+        sessions=gone["sessions"],
+        messages=gone["messages"],
+        memories=gone["memories"],
+        forgotten=forget,
+    )

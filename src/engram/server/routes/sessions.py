@@ -8,6 +8,7 @@ from fastapi import Query
 
 from engram.aio import offload
 from engram.errors import SessionNotFound
+from engram.limits import MAX_OFFSET
 from engram.server.convert import session_out
 from engram.server.deps import ADMIN, EngramDep, ScopePath, SessionPath, v1_router
 from engram.server.schemas import DeletedOut, SessionIn, SessionOut, SessionPage
@@ -21,7 +22,7 @@ async def list_sessions(
     engram: EngramDep,
     scope: ScopePath,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 50,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     order: Annotated[Literal["recent", "oldest"], Query()] = "recent",
 ) -> SessionPage:
     """The scope's sessions by last activity (``recent`` first, or ``oldest``), paginated."""

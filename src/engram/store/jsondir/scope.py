@@ -8,7 +8,7 @@ Each lives in one JSON file per scope folder: ``memories.json``,
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +17,7 @@ from engram.models import JSON, MemoryRecord, UsageRecord, frozen_metadata
 from engram.store.batch_check import json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import now as _now
-from engram.store.common import split_audit_event
+from engram.store.common import redacted_audit_event, split_audit_event
 from engram.store.common import utc as _utc
 from engram.store.jsondir import document as jsondoc
 from engram.store.jsondir.files import AUDIT_FILE, MEMORIES_FILE, USAGE_FILE, JsonDirFiles
@@ -155,6 +155,20 @@ class JsonDirScopeData(JsonDirFiles):
             {**dict(r.get("event") or {}), "id": int(r["id"]), "at": r["at"]}
             for r in rows[: _clamp(limit)]
         ]
+
+    def redact_audit(self, scope: str, keep: Collection[int]) -> int:
+        """Erase the memory text of audit events about memories not in ``keep``; how many."""
+        with self._locked():
+            rows = self._scope_file(scope, AUDIT_FILE, "events")
+            changed = 0
+            for row in rows:
+                redacted = redacted_audit_event(dict(row.get("event") or {}), keep)
+                if redacted is not None:
+                    row["event"] = redacted
+                    changed += 1
+            if changed:
+                self._write_scope_file(scope, AUDIT_FILE, "events", rows)
+            return changed
 
     def record_usage(self, scope: str, session: str | None, usage: UsageRecord) -> None:
         """Record one LLM call made on behalf of the scope (and session, if any)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -36,7 +36,7 @@ from engram.search.index import index_zone
 from engram.search.query import SearchQuery, parse
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
-from engram.store.common import messages_between, split_audit_event
+from engram.store.common import messages_between, redacted_audit_event, split_audit_event
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
 from engram.store.memory.keys import MemoryApiKeys
@@ -446,6 +446,17 @@ class MemoryStore(MemoryApiKeys):
             {**body, "id": new_id, "at": stamp.isoformat()}
             for _scope, new_id, stamp, body in rows[: _clamp(limit)]
         ]
+
+    def redact_audit(self, scope: str, keep: Collection[int]) -> int:
+        """Erase the memory text of audit events about memories not in ``keep``; how many."""
+        changed = 0
+        with self._data.lock:
+            for index, (row_scope, aid, stamp, body) in enumerate(self._data.audit):
+                redacted = redacted_audit_event(body, keep) if row_scope == scope else None
+                if redacted is not None:
+                    self._data.audit[index] = (row_scope, aid, stamp, redacted)
+                    changed += 1
+        return changed
 
     def record_usage(self, scope: str, session: str | None, usage: UsageRecord) -> None:
         """Record one LLM call made on behalf of the scope (and session, if any)."""

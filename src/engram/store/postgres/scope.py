@@ -9,14 +9,19 @@ and, if any, session (kept when the session is deleted).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from engram.models import JSON, MemoryRecord, UsageRecord, frozen_metadata
 from engram.store.batch_check import json_value
+from engram.store.common import (
+    AUDIT_TEXT_FIELDS,
+    redacted_audit_event,
+    split_audit_event,
+    storable_id,
+)
 from engram.store.common import clamp as _clamp
-from engram.store.common import split_audit_event, storable_id
 from engram.store.common import utc as _utc
 from engram.store.postgres.connection import Conn, Jsonb, PostgresConnections
 from engram.store.postgres.rows import MEMORY_COLUMNS as _MEMORY_COLUMNS
@@ -167,6 +172,27 @@ class PostgresScopeData(PostgresConnections):
             ]
 
         return self._read(work)
+
+    def redact_audit(self, scope: str, keep: Collection[int]) -> int:
+        """Erase the memory text of audit events about memories not in ``keep``; how many."""
+
+        def work(conn: Conn) -> int:
+            rows = conn.execute(
+                "SELECT id, event FROM memory_audit WHERE scope = %s AND event ?| %s",
+                (scope, list(AUDIT_TEXT_FIELDS)),
+            ).fetchall()
+            changed = 0
+            for aid, event in rows:
+                redacted = redacted_audit_event(dict(event), keep)
+                if redacted is not None:
+                    conn.execute(
+                        "UPDATE memory_audit SET event = %s WHERE id = %s",
+                        (Jsonb(json_value(redacted, "audit event")), aid),
+                    )
+                    changed += 1
+            return changed
+
+        return self._write(work)
 
     # -- usage --------------------------------------------------------------------
 

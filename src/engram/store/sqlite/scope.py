@@ -12,14 +12,14 @@ session leaves its usage counted in the scope.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any
 
 from engram.models import JSON, MemoryRecord, UsageRecord
 from engram.store.common import clamp as _clamp
 from engram.store.common import now as _now
-from engram.store.common import split_audit_event
+from engram.store.common import redacted_audit_event, split_audit_event
 from engram.store.common import utc as _utc
 from engram.store.sqlite.connection import SQLiteConnections
 from engram.store.sqlite.connection import guarded as _guarded
@@ -179,6 +179,24 @@ class SQLiteScopeData(SQLiteConnections):
             item["at"] = at
             out.append(item)
         return out
+
+    @_guarded
+    def redact_audit(self, scope: str, keep: Collection[int]) -> int:
+        """Erase the memory text of audit events about memories not in ``keep``; how many."""
+        changed = 0
+        with self._write() as tx:
+            rows = tx.conn.execute(
+                f"SELECT id, event FROM memory_audit WHERE scope_id = {_SCOPE_OF}", (scope,)
+            ).fetchall()
+            for aid, event in rows:
+                redacted = redacted_audit_event(_json_dict(event, f"audit event {aid}"), keep)
+                if redacted is not None:
+                    tx.conn.execute(
+                        "UPDATE memory_audit SET event = ? WHERE id = ?",
+                        (_dump(redacted, "audit event"), aid),
+                    )
+                    changed += 1
+        return changed
 
     # -- LLM usage -------------------------------------------------------------------------
 
