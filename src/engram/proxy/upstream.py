@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import httpx
 
@@ -24,8 +25,10 @@ from engram.llm.deadline import async_deadline, step, steps
 from engram.models import JSON
 from engram.proxy.settings import ProxySettings
 
-#: Upstream response headers passed back to the client (and any ``x-ratelimit-*``).
+#: Upstream response headers passed back to the client (and any rate-limit header).
 PASSED_HEADERS = frozenset({"retry-after", "retry-after-ms"})
+#: Prefixes of rate-limit headers: OpenAI's and Anthropic's.
+RATE_LIMIT_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 
 
 def passed_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -33,7 +36,7 @@ def passed_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return {
         key: value
         for key, value in headers.items()
-        if key.lower() in PASSED_HEADERS or key.lower().startswith("x-ratelimit-")
+        if key.lower() in PASSED_HEADERS or key.lower().startswith(RATE_LIMIT_PREFIXES)
     }
 
 
@@ -64,6 +67,20 @@ class Stream:
 
     chunks: AsyncIterator[JSON]
     headers: dict[str, str] = field(default_factory=dict)
+
+
+class ModelEndpoint(Protocol):
+    """What a turn calls: answers and streams in the chat-completions shape, whatever the wire."""
+
+    settings: ProxySettings
+
+    async def complete(self, body: JSON) -> Reply:
+        """One answer, as a chat completion."""
+        ...
+
+    def stream(self, body: JSON) -> AbstractAsyncContextManager[Stream]:
+        """One streamed answer, as chat-completion chunks."""
+        ...
 
 
 class Upstream:
