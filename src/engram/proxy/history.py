@@ -198,8 +198,8 @@ def run_engram_calls(
     Each result is capped like the chat loop's, at a share of the prompt ``room``.
     ``upstream`` (the completion's id and model) marks the call message as the
     upstream's; ``key`` is the idempotency key they are stored with (when the
-    message also calls the client's tools, it is the client's answer, and
-    ``marks`` are added to its metadata). They go ``into`` the session, or a scratch.
+    message also calls the client's tools, it is the client's answer, and the
+    caller gives its ``marks``). They go ``into`` the session, or a scratch.
     """
     names = list(tools.TOOLS)
     cap = result_cap(room, len(ours))
@@ -217,7 +217,7 @@ def run_engram_calls(
         }
         for call in ours
     ]
-    metadata = _metadata(message, upstream, marks if key else None)
+    metadata = _metadata(message, upstream, marks)
     assistant: JSON = {
         "role": "assistant",
         "content": message.get("content") or None,

@@ -333,7 +333,7 @@ class ProxyTurn:
                 run_engram_calls, self.session, {**message, "tool_calls": calls}, ours,
                 built.room, upstream=_upstream_of(completion),
                 key=self.retry.answer_key if theirs else None, into=self.book,
-                marks=self._marks(),
+                marks=self._marks() if theirs else None,
             )  # fmt: skip
             if not theirs:
                 return None

@@ -122,4 +122,3 @@ class Scratch:
             for call in message.tool_calls or ()
             if isinstance(call, Mapping)
         }
-

@@ -14,6 +14,7 @@ from engram.server.routes import (
     memories,
     messages,
     proxy,
+    responses,
     retrieval,
     scopes,
     sessions,
@@ -29,6 +30,7 @@ RESOURCES: tuple[APIRouter, ...] = (
     compaction.router,
     memories.router,
     proxy.router,
+    responses.router,
 )
 
 __all__ = ["RESOURCES"]
