@@ -365,14 +365,20 @@ class TestRetries:
         assert len(strict.requests) == 1
         assert stored(sqlite_mem) == [("user", "q"), ("assistant", "the only answer")]
 
+    @pytest.mark.parametrize("turns", [1, 12])
     def test_previous_response_id_of_an_earlier_turn_forks_there(
-        self, sqlite_mem: Engram, strict: FakeLLMServer, served: Callable[..., Any]
+        self, sqlite_mem: Engram, strict: FakeLLMServer, served: Callable[..., Any], turns: int
     ) -> None:
-        for text in ("one", "two", "two, again"):
-            strict.reply(text)
         with served(sqlite_mem) as url, client(url) as app:
+            strict.reply("one")
             first = app.responses.create(model="gpt-4o-mini", input="1?", extra_headers=SESSION)
-            app.responses.create(model="gpt-4o-mini", input="2?", previous_response_id=first.id)
+            previous = first.id
+            for number in range(turns):
+                strict.reply(f"answer {number}")
+                previous = app.responses.create(
+                    model="gpt-4o-mini", input=f"{number}?", previous_response_id=previous
+                ).id
+            strict.reply("two, again")
             app.responses.create(
                 model="gpt-4o-mini", input="2, differently?", previous_response_id=first.id
             )

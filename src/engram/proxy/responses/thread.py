@@ -12,9 +12,8 @@ alignment (:mod:`engram.proxy.align`) reads the request as the provider
 would: after the newest answer it continues the session; after an earlier
 one it repeats a turn (a retry gets the stored answer back, a new request
 regenerates it) or forks there (what followed is replaced, through the
-audited edit path), as long as the fork is among the newest turns. An id
-whose answer is not among the newest messages of the session (of a call that
-stored nothing, or long past) continues the session's newest turn.
+audited edit path). An id whose answer the session does not hold (of a call
+that stored nothing) continues the session's newest turn.
 """
 
 from __future__ import annotations
@@ -23,15 +22,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from engram.models import JSON, Message
-from engram.proxy.align import visible
 from engram.proxy.request import InvalidRequest
 from engram.proxy.responses.ids import RESPONSE_ID, read_response_id
 from engram.proxy.rounds import is_ours
 from engram.proxy.target import MissingSession, Target, find_target
 from engram.session import Session
 
-#: Newest stored messages searched for the answer a ``previous_response_id`` names.
-LOOKBACK = 64
+#: Most stored messages searched for the answer a ``previous_response_id`` names.
+MAX_SEARCH = 20_000
+#: Messages read at a time, newest first.
+PAGE = 200
 
 
 def responses_target(
@@ -61,31 +61,23 @@ def responses_target(
     return Target(ref.scope, ref.session, "previous_response_id")
 
 
-def continued_answer(session: Session, response_id: str, new: int) -> JSON | None:
-    """The client's view of the answer ``response_id`` names, to put before the ``new`` messages.
+def continued_answer(session: Session, response_id: str) -> JSON | None:
+    """The client's view of the answer ``response_id`` names, to put before the request's input.
 
-    None when it is not among the session's newest messages (an old answer, or
-    one of a call that stored nothing): the request continues the newest turn.
-
-    Raises:
-        InvalidRequest: the answer is there, but more messages follow it than
-            a request of ``new`` messages could replace.
+    None when the session holds no such answer (a call that stored nothing, or
+    one older than the newest :data:`MAX_SEARCH` messages): the request
+    continues the newest turn.
     """
-    rows = session.runtime.store.tail(session.scope, session.id, limit=LOOKBACK)
-    shown = visible(rows, is_ours)
-    for position in range(len(shown) - 1, -1, -1):
-        message = shown[position].message
-        if message.metadata.get(RESPONSE_ID) == response_id:
-            following = len(shown) - 1 - position
-            if following > new + 1:
-                raise InvalidRequest(
-                    f"previous_response_id names an answer {following} messages back: Engram "
-                    "forks a conversation only from its newest turns; send the conversation "
-                    "up to there as input instead (it replaces what followed), or start a new "
-                    "session",
-                    "previous_response_id",
-                )
-            return _client_view(message)
+    store, before, read = session.runtime.store, None, 0
+    while read < MAX_SEARCH:
+        rows = store.tail(session.scope, session.id, limit=PAGE, before_id=before)
+        for message in reversed(rows):
+            if message.metadata.get(RESPONSE_ID) == response_id and message.role == "assistant":
+                return _client_view(message)
+        if len(rows) < PAGE:
+            return None
+        read += len(rows)
+        before = rows[0].id
     return None
 
 

@@ -86,7 +86,7 @@ async def responses(
         previous = call.previous_response_id
         if previous is None:
             return
-        anchor = await offload(continued_answer, turn.session, previous, len(call.chat.new))
+        anchor = await offload(continued_answer, turn.session, previous)
         if anchor is not None:
             turn.request = dataclasses.replace(turn.request, new=[anchor, *turn.request.new])
 
