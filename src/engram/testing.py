@@ -27,6 +27,9 @@ message that answers no call of the assistant message just before it, ``tool_cho
 without ``tools``, and (with ``max_system_messages``) more system messages than allowed.
 Refused requests are kept in :attr:`FakeLLMServer.refused` and use no scripted answer.
 
+:class:`FakeAnthropicServer` is its Anthropic twin: a strict, scripted Messages API
+(:mod:`engram.testing_anthropic`, imported on first use).
+
 :class:`~engram.store.memory.backend.MemoryStore` (``memory://NAME``) is a store that
 keeps everything in this process, for tests that need no file at all.
 """
@@ -522,3 +525,12 @@ def _make_handler(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 pass  # the client went away mid-stream
 
     return Handler
+
+
+def __getattr__(name: str) -> Any:
+    """The Anthropic fake (:mod:`engram.testing_anthropic`), imported when first asked for."""
+    if name in ("FakeAnthropicServer", "AnthropicResponse"):
+        from engram import testing_anthropic
+
+        return getattr(testing_anthropic, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -41,8 +41,15 @@ def is_loopback(host: str) -> bool:
     "--upstream",
     metavar="URL",
     default=None,
-    help="OpenAI-compatible base URL the /v1/chat/completions proxy calls "
+    help="OpenAI-compatible base URL the /v1/chat/completions and /v1/responses proxy calls "
     "(default: $ENGRAM_LLM_BASE_URL; key: $ENGRAM_LLM_API_KEY).",
+)
+@click.option(
+    "--anthropic-upstream",
+    metavar="URL",
+    default=None,
+    help="Anthropic-format base URL the /v1/messages proxy calls, e.g. https://api.anthropic.com "
+    "(default: $ENGRAM_ANTHROPIC_BASE_URL); clients' own x-api-key is passed on.",
 )
 @click.option(
     "--budget",
@@ -71,6 +78,7 @@ def serve_command(
     port: int,
     sample: bool,
     upstream: str | None,
+    anthropic_upstream: str | None,
     budget: int | None,
     single_system: bool,
     log_level: str,
@@ -86,8 +94,12 @@ def serve_command(
     import engram
     from engram.cli.demo import DEMO_SCOPE, store_sample
     from engram.proxy import ProxySettings
+    from engram.proxy.settings import anthropic_from_env
 
     proxy = ProxySettings.from_env(base_url=upstream, budget=budget, single_system=single_system)
+    anthropic = anthropic_from_env(
+        base_url=anthropic_upstream, budget=budget, single_system=single_system
+    )
 
     with engram.open(store_url(ctx, db)) as mem:
         keys = _active_keys(mem)
@@ -99,11 +111,17 @@ def serve_command(
         if sample and not mem.scopes():
             store_sample(mem, replay_turns=True)
             click.echo(f"Loaded the sample conversation into scope {DEMO_SCOPE!r}.")
-        app = create_app(mem, ServerSettings(proxy=proxy))
+        app = create_app(mem, ServerSettings(proxy=proxy, anthropic=anthropic))
         _announce(mem.url, host, port, keys)
+        base = _base(host, port)
         if proxy is not None:
-            click.echo(f"  proxy      {_base(host, port)}/v1/chat/completions -> {proxy.base_url}")
-            window = f"{proxy.budget:,} tokens" if proxy.budget else "the model's context window"
+            click.echo(f"  proxy      {base}/v1/chat/completions -> {proxy.base_url}")
+            click.echo(f"  proxy      {base}/v1/responses -> {proxy.base_url} (chat completions)")
+        if anthropic is not None:
+            click.echo(f"  proxy      {base}/v1/messages -> {anthropic.base_url}")
+        served = proxy or anthropic
+        if served is not None:
+            window = f"{served.budget:,} tokens" if served.budget else "the model's context window"
             click.echo(f"  budget     {window} per request (X-Engram-Budget to change one)")
         if any(getattr(route, "path", None) == MCP_PATH for route in app.routes):
             click.echo(f"  MCP        {_base(host, port)}{MCP_PATH}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,6 +15,10 @@ from engram.config import (
 )
 from engram.errors import ConfigError
 from engram.llm.client import DEFAULT_TIMEOUT, ENV_API_KEY, ENV_BASE_URL, ENV_TIMEOUT
+
+#: The Anthropic-format upstream of ``/v1/messages``, and its server-side key.
+ENV_ANTHROPIC_BASE_URL = "ENGRAM_ANTHROPIC_BASE_URL"
+ENV_ANTHROPIC_API_KEY = "ENGRAM_ANTHROPIC_API_KEY"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,3 +101,31 @@ class ProxySettings:
             config.proxy_retry_window,
             single_system or config.proxy_single_system,
         )
+
+
+def anthropic_from_env(
+    environ: Mapping[str, str] | None = None,
+    *,
+    base_url: str | None = None,
+    budget: int | None = None,
+    single_system: bool = False,
+) -> ProxySettings | None:
+    """The settings of the Anthropic-format upstream (``/v1/messages``); None when none is named.
+
+    The URL is ``base_url`` (``engram serve --anthropic-upstream``), else
+    ``ENGRAM_ANTHROPIC_BASE_URL``; the key, used only for clients that send no
+    ``x-api-key`` of their own, ``ENGRAM_ANTHROPIC_API_KEY``. Timeout, rounds,
+    budget and retries are the proxy's (:meth:`ProxySettings.from_env`).
+
+    Raises:
+        ConfigError: a variable is not usable.
+    """
+    env = os.environ if environ is None else environ
+    url = base_url or env.get(ENV_ANTHROPIC_BASE_URL)
+    if not url:
+        return None
+    shared = ProxySettings.from_env(
+        {**env, ENV_BASE_URL: url}, budget=budget, single_system=single_system
+    )
+    assert shared is not None
+    return dataclasses.replace(shared, api_key=env.get(ENV_ANTHROPIC_API_KEY) or None)

@@ -115,10 +115,10 @@ class Upstream:
             UpstreamFailed: an error status. LLMTimeout: too slow.
             LLMError: unreachable. LLMBadResponse: not a JSON object.
         """
-        with _translated(self.settings.timeout):
+        with translated(self.settings.timeout):
             deadline = async_deadline(self.settings.timeout)
             response = await step(deadline, self._client.post("/chat/completions", json=body))
-        await _check(response)
+        await check_status(response)
         try:
             decoded = response.json()
         except ValueError:
@@ -134,12 +134,12 @@ class Upstream:
         Raises:
             UpstreamFailed, LLMTimeout, LLMError: as :meth:`complete`, before the first chunk.
         """
-        with _translated(self.settings.timeout):
+        with translated(self.settings.timeout):
             deadline = async_deadline(self.settings.timeout)
             request = self._client.build_request("POST", "/chat/completions", json=body)
             response = await step(deadline, self._client.send(request, stream=True))
         try:
-            await _check(response)
+            await check_status(response)
             yield Stream(
                 _events(response, self.settings.timeout, deadline),
                 passed_headers(response.headers),
@@ -149,7 +149,7 @@ class Upstream:
 
     async def models(self) -> tuple[int, bytes, str]:
         """The upstream's ``GET /models`` answer: status, body, content type."""
-        with _translated(self.settings.timeout):
+        with translated(self.settings.timeout):
             deadline = async_deadline(self.settings.timeout)
             response = await step(deadline, self._client.get("/models"))
         return response.status_code, response.content, _content_type(response)
@@ -157,7 +157,7 @@ class Upstream:
 
 async def _events(response: httpx.Response, seconds: float, deadline: float) -> AsyncIterator[JSON]:
     """The JSON chunks of a server-sent-events body, up to ``[DONE]``, ending by ``deadline``."""
-    with _translated(seconds):
+    with translated(seconds):
         async for line in steps(deadline, response.aiter_lines()):
             if not line.startswith("data:"):
                 continue
@@ -174,7 +174,8 @@ async def _events(response: httpx.Response, seconds: float, deadline: float) -> 
                 yield chunk
 
 
-async def _check(response: httpx.Response) -> None:
+async def check_status(response: httpx.Response) -> None:
+    """Raise :class:`UpstreamFailed` (its status, body and passed headers) for an error status."""
     if response.status_code >= 400:
         body = await response.aread()
         raise UpstreamFailed(
@@ -187,7 +188,7 @@ def _content_type(response: httpx.Response) -> str:
 
 
 @contextmanager
-def _translated(timeout: float) -> Iterator[None]:
+def translated(timeout: float) -> Iterator[None]:
     """Turn httpx's transport errors into Engram's."""
     try:
         yield

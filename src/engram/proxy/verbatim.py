@@ -45,7 +45,11 @@ def record(format: str, items: Sequence[tuple[int, JSON]]) -> JSON | None:
 
 def items_of(holder: Mapping[str, Any] | None, format: str) -> list[tuple[int, JSON]]:
     """The ``(place, item)`` pairs kept in ``holder`` (metadata or a message) for ``format``."""
-    kept = holder.get(VERBATIM_KEY) if isinstance(holder, Mapping) else None
+    return record_items(holder.get(VERBATIM_KEY) if isinstance(holder, Mapping) else None, format)
+
+
+def record_items(kept: object, format: str) -> list[tuple[int, JSON]]:
+    """The ``(place, item)`` pairs of a record, if it is one of ``format``."""
     if not isinstance(kept, Mapping) or kept.get("format") != format:
         return []
     out = []

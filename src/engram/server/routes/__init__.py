@@ -9,6 +9,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from engram.server.routes import (
+    anthropic,
     compaction,
     context,
     memories,
@@ -31,6 +32,7 @@ RESOURCES: tuple[APIRouter, ...] = (
     memories.router,
     proxy.router,
     responses.router,
+    anthropic.router,
 )
 
 __all__ = ["RESOURCES"]

@@ -37,6 +37,7 @@ from engram.proxy import (
     find_target,
     parse_request,
 )
+from engram.proxy.anthropic import AnthropicUpstream
 from engram.proxy.budget import BUDGET_HEADER, resolve
 from engram.proxy.plan import Retry
 from engram.proxy.scratch import Scratch
@@ -61,13 +62,24 @@ class NoUpstream(NotReady):
     """The server was started without an upstream model endpoint (503)."""
 
 
-def install(app: FastAPI, settings: ProxySettings) -> None:
-    """Give ``app`` its upstream and its error handler (the router is included by create_app)."""
-    upstream = Upstream(settings)
-    app.state.proxy = upstream
+def install(
+    app: FastAPI, settings: ProxySettings | None, anthropic: ProxySettings | None = None
+) -> None:
+    """Give ``app`` its upstreams and the error handler (the routers are included by create_app).
+
+    ``settings`` is the chat-completions upstream (``/v1/chat/completions``,
+    ``/v1/responses``), ``anthropic`` the Anthropic-format one (``/v1/messages``).
+    """
+    if settings is not None:
+        upstream = Upstream(settings)
+        app.state.proxy = upstream
+        app.router.add_event_handler("shutdown", upstream.aclose)
+    if anthropic is not None:
+        messages = AnthropicUpstream(anthropic)
+        app.state.anthropic = messages
+        app.router.add_event_handler("shutdown", messages.aclose)
     app.state.proxy_turns = SessionTurns()
     app.add_exception_handler(UpstreamFailed, _upstream_failed)
-    app.router.add_event_handler("shutdown", upstream.aclose)
 
 
 @router.post(
