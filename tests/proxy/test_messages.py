@@ -4,14 +4,14 @@ scripted Anthropic server as the upstream."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
 import httpx
 import pytest
 from tests.images import png_url
-from tests.proxy.conftest import SCOPE, SESSION, SESSION_ID, stored
+from tests.proxy.conftest import MODEL, SCOPE, SESSION, SESSION_ID, sdk, stored
 from tests.proxy.live import serving
 
 from engram.engine import Engram
@@ -26,42 +26,8 @@ WEATHER = {
     "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
 }
 THINKING = {"type": "enabled", "budget_tokens": 1024}
-MODEL = "claude-sonnet-4-6"
 #: A session named in the metadata, beside the one key Anthropic takes there.
 THEIR_METADATA: Any = {"session_id": SESSION_ID, "scope": SCOPE, "user_id": "u-1"}
-
-
-@pytest.fixture
-def claude() -> Iterator[FakeAnthropicServer]:
-    """The Anthropic-format upstream: refuses what Anthropic refuses."""
-    with FakeAnthropicServer() as server:
-        yield server
-
-
-@pytest.fixture
-def both(strict: FakeLLMServer, claude: FakeAnthropicServer) -> Callable[..., Any]:
-    """``both(mem)``: a server with the chat and the Anthropic upstreams; yields its URL."""
-
-    def start(mem: Engram, **options: Any) -> Any:
-        chat = ProxySettings(strict.base_url, api_key="openai-key", timeout=10, **options)
-        messages = ProxySettings(claude.base_url, timeout=10, **options)
-        return serving(
-            create_app(mem, ServerSettings(key_cache_seconds=0, proxy=chat, anthropic=messages))
-        )
-
-    return start
-
-
-def sdk(url: str, **options: Any) -> anthropic.Anthropic:
-    """The official SDK pointed at Engram, with its own Anthropic key."""
-    options = {
-        "max_retries": 0,
-        "timeout": 30,
-        "default_headers": SESSION,
-        "api_key": "sk-ant-client",
-        **options,
-    }
-    return anthropic.Anthropic(base_url=url, **options)
 
 
 def _bodies(claude: FakeAnthropicServer) -> list[dict[str, Any]]:
