@@ -47,6 +47,7 @@ from typing import Any
 
 from engram.models import JSON
 from engram.store.memory.backend import MemoryStore
+from engram.testing_requests import RecordedRequest
 from engram.tokens import STORAGE_ENCODING, count_messages, get_encoding, storage_counter
 
 __all__ = [
@@ -80,25 +81,6 @@ class FakeResponse:
     omit_usage: bool = False
     chunk_delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedRequest:
-    """A request the server received."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: JSON | None
-    raw: bytes = field(repr=False, default=b"")
-
-    @property
-    def messages(self) -> list[JSON]:
-        """The chat messages of the request (empty if none)."""
-        if not self.body:
-            return []
-        messages = self.body.get("messages", [])
-        return messages if isinstance(messages, list) else []
 
 
 Responder = Callable[[RecordedRequest], "FakeResponse | str"]

@@ -44,7 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from engram.models import JSON
-from engram.testing import RecordedRequest
+from engram.testing_requests import RecordedRequest
 from engram.tokens import storage_counter
 
 __all__ = ["AnthropicResponse", "FakeAnthropicServer", "messages_error"]

@@ -4,7 +4,9 @@ through chat completions, Responses and Messages, and a session goes on from one
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -263,3 +265,34 @@ def test_the_dashboard_and_engram_context_show_them_like_any_session(
         prompt = json.loads(shown.output)["messages"]
         assert [m["content"] for m in prompt if m["role"] != "system"] == [question, answer]
     assert "Private reasoning" not in pages["by-messages"].text
+
+
+def test_the_readme_examples_run_as_written(
+    sqlite_mem: Engram,
+    strict: FakeLLMServer,
+    claude: FakeAnthropicServer,
+    both: Callable[..., Any],
+) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## The Responses and Anthropic Messages APIs", 1)[1]
+    responses_example, messages_example = re.findall(
+        r"```py\n(.*?)```", section.split("\n## ", 1)[0], re.DOTALL
+    )
+    key = sqlite_mem.api_keys().create(scopes=["phoenix"]).secret
+    strict.reply("Pro is $14 per month.")
+    strict.reply("Teams pay $12 per seat.")
+    claude.reply("We chose $14 per month for Pro.")
+    with both(sqlite_mem) as url:
+        namespace: dict[str, Any] = {"ENGRAM_KEY": key, "ANTHROPIC_KEY": "sk-ant-reader"}
+        for example in (responses_example, messages_example):
+            exec(example.replace("http://127.0.0.1:8000", url), namespace)
+    assert namespace["follow_up"].output_text == "Teams pay $12 per seat."
+    assert namespace["message"].content[0].text == "We chose $14 per month for Pro."
+    history = sqlite_mem.session("chat-42", "phoenix").messages()
+    assert [m.content for m in history if m.role == "user"] == [
+        "What did we decide about pricing?",
+        "And for teams?",
+        "What did we decide about pricing?",
+    ]
+    sent = claude.requests[-1].headers
+    assert sent["x-api-key"] == "sk-ant-reader" and "authorization" not in sent
