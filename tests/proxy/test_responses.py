@@ -260,6 +260,25 @@ class TestStoreFalse:
         assert refused(strict) == []
 
 
+    def test_streamed_and_keyed_nothing_stored(
+        self, sqlite_mem: Engram, strict: FakeLLMServer, served: Callable[..., Any]
+    ) -> None:
+        strict.reply("a private streamed answer")
+        with served(sqlite_mem) as url, client(url) as app:
+            events = list(
+                app.responses.create(
+                    model="gpt-4o-mini",
+                    input="private",
+                    store=False,
+                    stream=True,
+                    extra_headers={**SESSION, "Idempotency-Key": "k-private"},
+                )
+            )
+        assert events[-1].type == "response.completed"
+        assert events[-1].response.output_text == "a private streamed answer"
+        assert stored(sqlite_mem) == [] and sqlite_mem.session(SESSION_ID, SCOPE).info() is None
+
+
 class TestVerbatim:
     def test_reasoning_kept_verbatim_never_as_text(
         self, sqlite_mem: Engram, strict: FakeLLMServer, served: Callable[..., Any]

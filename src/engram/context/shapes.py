@@ -26,7 +26,14 @@ from typing import Any
 from engram.intake.parts import content_text
 from engram.models import JSON
 
-__all__ = ["CACHE_CONTROL", "MAX_BREAKPOINTS", "anthropic_prompt", "merge_system", "tool_use_block"]
+__all__ = [
+    "CACHE_CONTROL",
+    "MAX_BREAKPOINTS",
+    "anthropic_prompt",
+    "merge_system",
+    "put_back",
+    "tool_use_block",
+]
 
 #: The marker Anthropic reads as "cache the prompt up to here".
 CACHE_CONTROL: JSON = {"type": "ephemeral"}
@@ -86,8 +93,7 @@ def anthropic_prompt(
         if turn_start is not None and index == turn_start and out:
             stable_end = len(out) - 1
         role, blocks = _anthropic_turn(messages[index])
-        for place, block in sorted((kept or {}).get(index, ()), key=lambda pair: pair[0]):
-            blocks.insert(min(max(place, 0), len(blocks)), dict(block))
+        blocks = put_back(blocks, (kept or {}).get(index, ()))
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)
         else:
@@ -108,6 +114,23 @@ def anthropic_prompt(
         last_block["cache_control"] = dict(CACHE_CONTROL)
     prompt["messages"] = out
     return prompt
+
+
+def put_back(blocks: Sequence[JSON], kept: Sequence[tuple[int, Mapping[str, Any]]]) -> list[JSON]:
+    """``blocks`` with kept blocks set back at their places (past the end: at the end).
+
+    Places are indexes in the list as it was; two kept blocks at one place keep
+    their order.
+    """
+    out = list(blocks)
+    last: tuple[int, int] | None = None  # (place asked, index used) of the previous one
+    for place, block in sorted(kept, key=lambda pair: pair[0]):
+        index = min(max(place, 0), len(out))
+        if last is not None and last[0] == place:
+            index = last[1] + 1
+        out.insert(index, dict(block))
+        last = (place, index)
+    return out
 
 
 # --------------------------------------------------------------------------- helpers

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engram.context.shapes import put_back
 from engram.models import JSON
 
 #: Metadata key (and chat message field, during a turn) of the verbatim items.
@@ -63,7 +64,4 @@ def record_items(kept: object, format: str) -> list[tuple[int, JSON]]:
 
 def restore(blocks: Sequence[JSON], kept: Sequence[tuple[int, JSON]]) -> list[JSON]:
     """``blocks`` with the kept items put back at their places (past the end: at the end)."""
-    out = list(blocks)
-    for at, item in sorted(kept, key=lambda pair: pair[0]):
-        out.insert(min(max(at, 0), len(out)), dict(item))
-    return out
+    return put_back(blocks, kept)
