@@ -268,6 +268,10 @@ class TestRefusals:
             ({"messages": [{"role": "user", "content": "x"}]}, "max_tokens"),
             ({"max_tokens": 10, "messages": []}, "messages"),
             (
+                {"max_tokens": 10, "messages": [{"role": "user", "content": [5]}]},
+                "messages.0.content.0",
+            ),
+            (
                 {
                     "max_tokens": 10,
                     "messages": [{"role": "user", "content": "x"}],

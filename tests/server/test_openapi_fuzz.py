@@ -19,7 +19,7 @@ from schemathesis import checks
 import engram
 from engram.proxy import ProxySettings
 from engram.server import ServerSettings, create_app
-from engram.testing import FakeLLMServer
+from engram.testing import FakeAnthropicServer, FakeLLMServer
 
 #: Examples per operation: enough to reach every status path, small enough for make test.
 EXAMPLES = 8
@@ -48,9 +48,13 @@ schema = schemathesis.openapi.from_dict(_document())
 @pytest.fixture(scope="module", autouse=True)
 def served_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The app under test, over SQLite with a session, messages, a memory and an admin key;
-    the proxy's upstream is the scripted model."""
+    the proxy's upstreams are the scripted models."""
     path: Path = tmp_path_factory.mktemp("fuzz") / "fuzz.db"
-    with engram.open(f"sqlite:///{path}", llm=None) as mem, FakeLLMServer() as upstream:
+    with (
+        engram.open(f"sqlite:///{path}", llm=None) as mem,
+        FakeLLMServer() as upstream,
+        FakeAnthropicServer(strict=False) as claude,
+    ):
         chat = mem.session("s", "p", policy="summary_buffer")
         chat.add_many(
             [{"role": "user", "content": "pricing"}, {"role": "assistant", "content": "ok"}]
@@ -58,7 +62,9 @@ def served_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         mem.memories("p").create("A memory to find.")
         _state["key"] = mem.api_keys().create(admin=True).secret
         proxy = ProxySettings(upstream.base_url, timeout=10)
-        _state["app"] = create_app(mem, ServerSettings(key_cache_seconds=60, proxy=proxy))
+        anthropic = ProxySettings(claude.base_url, timeout=10)
+        settings = ServerSettings(key_cache_seconds=60, proxy=proxy, anthropic=anthropic)
+        _state["app"] = create_app(mem, settings)
         yield
 
 

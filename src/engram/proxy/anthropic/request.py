@@ -167,7 +167,7 @@ def _message(index: int, message: object) -> list[JSON]:
         raise InvalidRequest(
             f"{where}.content must be text or a list of blocks", f"{where}.content"
         )
-    blocks = [_unmarked(plain(block)) for block in content]
+    blocks = [_unmarked(f"{where}.content[{at}]", plain(block)) for at, block in enumerate(content)]
     kept = [(at, b) for at, b in enumerate(blocks) if b.get("type") in REASONING_BLOCKS]
     out = split_anthropic({"role": role, "content": blocks})
     kept_record = record(ANTHROPIC, kept)
@@ -177,10 +177,14 @@ def _message(index: int, message: object) -> list[JSON]:
     return out
 
 
-def _unmarked(block: object) -> JSON:
-    """A block without its ``cache_control`` (Engram places its own)."""
+def _unmarked(where: str, block: object) -> JSON:
+    """A block without its ``cache_control`` (Engram places its own).
+
+    Raises:
+        InvalidRequest: not a block object.
+    """
     if not isinstance(block, Mapping):
-        return {"type": "text", "text": str(block)}
+        raise InvalidRequest(f"{where} must be a content block object", where)
     return {key: value for key, value in block.items() if key != "cache_control"}
 
 
@@ -201,5 +205,5 @@ def _tools(value: object) -> dict[str, JSON]:
         name = tool.get("name")
         if not isinstance(name, str) or not name:
             raise InvalidRequest(f"tools[{index}] has no name", f"tools[{index}].name")
-        out[name] = _unmarked(tool)
+        out[name] = _unmarked(f"tools[{index}]", tool)
     return out
