@@ -259,7 +259,6 @@ class TestStoreFalse:
         assert last[-2]["tool_calls"][0]["function"]["name"] == "search_history"
         assert refused(strict) == []
 
-
     def test_streamed_and_keyed_nothing_stored(
         self, sqlite_mem: Engram, strict: FakeLLMServer, served: Callable[..., Any]
     ) -> None:
