@@ -28,7 +28,8 @@ without ``tools``, and (with ``max_system_messages``) more system messages than 
 Refused requests are kept in :attr:`FakeLLMServer.refused` and use no scripted answer.
 
 :class:`FakeAnthropicServer` is its Anthropic twin: a strict, scripted Messages API
-(:mod:`engram.testing_anthropic`, imported on first use).
+(:mod:`engram.testing_anthropic`), and :class:`FakeResponsesServer` a strict, scripted
+OpenAI Responses API (:mod:`engram.testing_responses`); both imported on first use.
 
 :class:`~engram.store.memory.backend.MemoryStore` (``memory://NAME``) is a store that
 keeps everything in this process, for tests that need no file at all.
@@ -510,9 +511,13 @@ def _make_handler(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
 
 
 def __getattr__(name: str) -> Any:
-    """The Anthropic fake (:mod:`engram.testing_anthropic`), imported when first asked for."""
+    """The Anthropic and Responses fakes, imported when first asked for."""
     if name in ("FakeAnthropicServer", "AnthropicResponse"):
         from engram import testing_anthropic
 
         return getattr(testing_anthropic, name)
+    if name in ("FakeResponsesServer", "ScriptedOutput"):
+        from engram import testing_responses
+
+        return getattr(testing_responses, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -45,6 +45,13 @@ def is_loopback(host: str) -> bool:
     "(default: $ENGRAM_LLM_BASE_URL; key: $ENGRAM_LLM_API_KEY).",
 )
 @click.option(
+    "--upstream-responses",
+    is_flag=True,
+    help="The upstream also speaks the Responses API: send /v1/responses to it in that format, "
+    "so reasoning items go back as they came (default: as chat completions; "
+    "$ENGRAM_PROXY_UPSTREAM_RESPONSES=1).",
+)
+@click.option(
     "--anthropic-upstream",
     metavar="URL",
     default=None,
@@ -78,6 +85,7 @@ def serve_command(
     port: int,
     sample: bool,
     upstream: str | None,
+    upstream_responses: bool,
     anthropic_upstream: str | None,
     budget: int | None,
     single_system: bool,
@@ -96,7 +104,12 @@ def serve_command(
     from engram.proxy import ProxySettings
     from engram.proxy.settings import anthropic_from_env
 
-    proxy = ProxySettings.from_env(base_url=upstream, budget=budget, single_system=single_system)
+    proxy = ProxySettings.from_env(
+        base_url=upstream,
+        budget=budget,
+        single_system=single_system,
+        responses_api=upstream_responses,
+    )
     anthropic = anthropic_from_env(
         base_url=anthropic_upstream, budget=budget, single_system=single_system
     )
@@ -116,7 +129,8 @@ def serve_command(
         base = _base(host, port)
         if proxy is not None:
             click.echo(f"  proxy      {base}/v1/chat/completions -> {proxy.base_url}")
-            click.echo(f"  proxy      {base}/v1/responses -> {proxy.base_url} (chat completions)")
+            api = "responses" if proxy.responses_api else "chat completions"
+            click.echo(f"  proxy      {base}/v1/responses -> {proxy.base_url} ({api})")
         if anthropic is not None:
             click.echo(f"  proxy      {base}/v1/messages -> {anthropic.base_url}")
         served = proxy or anthropic

@@ -72,7 +72,10 @@ class Stream:
 class ModelEndpoint(Protocol):
     """What a turn calls: answers and streams in the chat-completions shape, whatever the wire."""
 
-    settings: ProxySettings
+    @property
+    def settings(self) -> ProxySettings:
+        """The upstream's settings (timeout, rounds, budget...)."""
+        ...
 
     async def complete(self, body: JSON) -> Reply:
         """One answer, as a chat completion."""
@@ -91,7 +94,7 @@ class Upstream:
         self._pool: httpx.AsyncClient | None = None
 
     @property
-    def _client(self) -> httpx.AsyncClient:
+    def client(self) -> httpx.AsyncClient:
         """The connection pool, opened on first use (again after :meth:`aclose`)."""
         if self._pool is None or self._pool.is_closed:
             key = self.settings.api_key
@@ -117,7 +120,7 @@ class Upstream:
         """
         with translated(self.settings.timeout):
             deadline = async_deadline(self.settings.timeout)
-            response = await step(deadline, self._client.post("/chat/completions", json=body))
+            response = await step(deadline, self.client.post("/chat/completions", json=body))
         await check_status(response)
         try:
             decoded = response.json()
@@ -136,8 +139,8 @@ class Upstream:
         """
         with translated(self.settings.timeout):
             deadline = async_deadline(self.settings.timeout)
-            request = self._client.build_request("POST", "/chat/completions", json=body)
-            response = await step(deadline, self._client.send(request, stream=True))
+            request = self.client.build_request("POST", "/chat/completions", json=body)
+            response = await step(deadline, self.client.send(request, stream=True))
         try:
             await check_status(response)
             yield Stream(
@@ -151,7 +154,7 @@ class Upstream:
         """The upstream's ``GET /models`` answer: status, body, content type."""
         with translated(self.settings.timeout):
             deadline = async_deadline(self.settings.timeout)
-            response = await step(deadline, self._client.get("/models"))
+            response = await step(deadline, self.client.get("/models"))
         return response.status_code, response.content, _content_type(response)
 
 

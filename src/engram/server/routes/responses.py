@@ -5,7 +5,9 @@ which runs on the chat route's path (:func:`~engram.server.routes.proxy.begin_tu
 :func:`~engram.server.routes.proxy.answer_turn`): same session resolution,
 keys, budget, alignment, retries, tool rounds and headers. The answer goes
 back as a ``response`` object or as Responses events. ``store: false`` runs
-the turn on a scratch: nothing of the call is stored.
+the turn on a scratch: nothing of the call is stored. The upstream is spoken
+to in chat completions, or in the Responses API when it speaks it
+(``engram serve --upstream-responses``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ from engram.proxy.responses import (
     response_events,
 )
 from engram.proxy.responses.thread import continued_answer, responses_target
+from engram.proxy.responses.upstream import ResponsesEndpoint
+from engram.proxy.responses.wire import upstream_request
 from engram.proxy.stream import End
+from engram.proxy.upstream import ModelEndpoint
 from engram.server.deps import CallerDep, EngramDep, v1_router
 from engram.server.routes.proxy import (
     SINGLE_SYSTEM_HEADER,
@@ -66,6 +71,10 @@ async def responses(
     upstream = chat_upstream(request)
     body = await read_json(request)
     call = parse_responses(body)
+    chat = call.chat
+    endpoint: ModelEndpoint = upstream
+    if upstream.settings.responses_api:  # the upstream takes Responses bodies itself
+        chat, endpoint = upstream_request(body, chat), ResponsesEndpoint(upstream)
     target = responses_target(request.headers, body, call.previous_response_id)
     scope = target.scope or own_scope(caller)
     response_id = new_response_id(scope, target.session)
@@ -75,8 +84,8 @@ async def responses(
         engram,
         caller,
         target,
-        call.chat,
-        upstream,
+        chat,
+        endpoint,
         asked,
         marks={RESPONSE_ID: response_id},
         store=call.store,
