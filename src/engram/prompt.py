@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engram import telemetry
@@ -98,16 +99,21 @@ def build_prompt(
     request: PromptRequest,
     *,
     totals: HistoryTotals | None,
+    overlay: Callable[[HistoryReader], HistoryReader] | None = None,
 ) -> Context:
     """The prompt for the next turn of one session (see the module docstring).
 
     ``totals`` are the session's stored totals (:func:`stored_totals`), read by
     the caller, which records them in the prompt log too; the prompt carries
     them (``Context.history``) and a policy's ``cache_window`` anchors on them.
+    ``overlay`` wraps the history reader (a turn that stores nothing shows its
+    own messages after the stored ones); use it with ``request.compact`` False.
     """
     traced = telemetry.context_span(scope, session, policy.name, request.budget, request.model)
     with traced:
-        ctx = _build_prompt(runtime, scope, session, policy, request, totals=totals)
+        ctx = _build_prompt(
+            runtime, scope, session, policy, request, totals=totals, overlay=overlay
+        )
         telemetry.context_result(traced, ctx, lambda: _prefix_tokens(ctx, request.model))
     return ctx
 
@@ -127,7 +133,9 @@ def _build_prompt(
     request: PromptRequest,
     *,
     totals: HistoryTotals | None,
+    overlay: Callable[[HistoryReader], HistoryReader] | None,
 ) -> Context:
+    wrap = overlay or _same
     history = totals
     if not policy.cache_window:
         totals = None  # the builder sizes its reads by them only for a cache window
@@ -142,7 +150,7 @@ def _build_prompt(
             request,
             policy,
             sections,
-            tail_reader(runtime.store, scope, session),
+            wrap(tail_reader(runtime.store, scope, session)),
             totals=totals,
         )
         return ctx if ctx.history == history else dataclasses.replace(ctx, history=history)
@@ -162,6 +170,7 @@ def _build_prompt(
     for row_filter in filters:
         rows = row_filter.rows(rows, policy)
     reader = rows_reader(rows) if reads.complete else tail_reader(runtime.store, scope, session)
+    reader = wrap(reader)
     ctx = _build(
         request,
         policy,
@@ -308,6 +317,10 @@ def _report_summarizer(runtime: Runtime, reads: _Reads) -> None:
         reads.notes.append(f"last compaction degraded: {state.last_error}")
     elif runtime.llm is None and state.summary_version > 0:
         reads.notes.append(NO_MODEL_NOTE)  # a choice, not a failure: degraded stays None
+
+
+def _same(reader: HistoryReader) -> HistoryReader:
+    return reader
 
 
 def tail_reader(store: Store, scope: str, session: str) -> HistoryReader:

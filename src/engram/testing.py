@@ -27,6 +27,10 @@ message that answers no call of the assistant message just before it, ``tool_cho
 without ``tools``, and (with ``max_system_messages``) more system messages than allowed.
 Refused requests are kept in :attr:`FakeLLMServer.refused` and use no scripted answer.
 
+:class:`FakeAnthropicServer` is its Anthropic twin: a strict, scripted Messages API
+(:mod:`engram.testing_anthropic`), and :class:`FakeResponsesServer` a strict, scripted
+OpenAI Responses API (:mod:`engram.testing_responses`); both imported on first use.
+
 :class:`~engram.store.memory.backend.MemoryStore` (``memory://NAME``) is a store that
 keeps everything in this process, for tests that need no file at all.
 """
@@ -44,6 +48,7 @@ from typing import Any
 
 from engram.models import JSON
 from engram.store.memory.backend import MemoryStore
+from engram.testing_requests import RecordedRequest
 from engram.tokens import STORAGE_ENCODING, count_messages, get_encoding, storage_counter
 
 __all__ = [
@@ -77,25 +82,6 @@ class FakeResponse:
     omit_usage: bool = False
     chunk_delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class RecordedRequest:
-    """A request the server received."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: JSON | None
-    raw: bytes = field(repr=False, default=b"")
-
-    @property
-    def messages(self) -> list[JSON]:
-        """The chat messages of the request (empty if none)."""
-        if not self.body:
-            return []
-        messages = self.body.get("messages", [])
-        return messages if isinstance(messages, list) else []
 
 
 Responder = Callable[[RecordedRequest], "FakeResponse | str"]
@@ -522,3 +508,16 @@ def _make_handler(fake: FakeLLMServer) -> type[BaseHTTPRequestHandler]:
                 pass  # the client went away mid-stream
 
     return Handler
+
+
+def __getattr__(name: str) -> Any:
+    """The Anthropic and Responses fakes, imported when first asked for."""
+    if name in ("FakeAnthropicServer", "AnthropicResponse"):
+        from engram import testing_anthropic
+
+        return getattr(testing_anthropic, name)
+    if name in ("FakeResponsesServer", "ScriptedOutput"):
+        from engram import testing_responses
+
+        return getattr(testing_responses, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 from tests.proxy.live import serving
@@ -14,11 +15,13 @@ import engram
 from engram.engine import Engram
 from engram.proxy import ProxySettings
 from engram.server import ServerSettings, create_app
-from engram.testing import FakeLLMServer
+from engram.testing import FakeAnthropicServer, FakeLLMServer
 
 #: The conversation of the drop-in tests.
 SCOPE, SESSION_ID = "proj", "chat-1"
 SESSION = {"X-Engram-Session": SESSION_ID, "X-Engram-Scope": SCOPE}
+#: The Claude model the Messages tests name.
+MODEL = "claude-sonnet-4-6"
 
 
 @pytest.fixture(
@@ -80,3 +83,36 @@ def stored(mem: Engram, session: str = SESSION_ID) -> list[tuple[str, str]]:
 def refused(upstream: FakeLLMServer) -> list[str]:
     """What the strict upstream refused."""
     return [message for _, message in upstream.refused]
+
+
+@pytest.fixture
+def claude() -> Iterator[FakeAnthropicServer]:
+    """The Anthropic-format upstream: refuses what Anthropic refuses."""
+    with FakeAnthropicServer() as server:
+        yield server
+
+
+@pytest.fixture
+def both(strict: FakeLLMServer, claude: FakeAnthropicServer) -> Callable[..., Any]:
+    """``both(mem)``: a server with the chat and the Anthropic upstreams; yields its URL."""
+
+    def start(mem: Engram, **options: Any) -> Any:
+        chat = ProxySettings(strict.base_url, api_key="openai-key", timeout=10, **options)
+        messages = ProxySettings(claude.base_url, timeout=10, **options)
+        return serving(
+            create_app(mem, ServerSettings(key_cache_seconds=0, proxy=chat, anthropic=messages))
+        )
+
+    return start
+
+
+def sdk(url: str, **options: Any) -> anthropic.Anthropic:
+    """The official SDK pointed at Engram, with its own Anthropic key."""
+    options = {
+        "max_retries": 0,
+        "timeout": 30,
+        "default_headers": SESSION,
+        "api_key": "sk-ant-client",
+        **options,
+    }
+    return anthropic.Anthropic(base_url=url, **options)

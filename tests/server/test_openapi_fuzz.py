@@ -29,7 +29,7 @@ from tests.proxy.live import serving
 import engram
 from engram.proxy import ProxySettings
 from engram.server import ServerSettings, create_app
-from engram.testing import FakeLLMServer
+from engram.testing import FakeAnthropicServer, FakeLLMServer
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Examples per operation: enough to reach every status path, small enough for make test
@@ -64,6 +64,8 @@ EXPLAINED: dict[str, list[tuple[str, str]]] = {
         ("metadata", r"characters of JSON|deep|levels")
     ],
     "POST /v1/chat/completions": [("", "")],  # OpenAI's request, checked by the proxy
+    "POST /v1/responses": [("", "")],  # OpenAI's Responses request, checked by the proxy
+    "POST /v1/messages": [("", "")],  # Anthropic's request, checked by the proxy
 }
 
 _state: dict[str, Any] = {}
@@ -117,9 +119,13 @@ CHECKS = [
 @pytest.fixture(scope="module", autouse=True)
 def served_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """A real server over SQLite with a session, messages, a memory and an admin key;
-    the proxy's upstream is the scripted model."""
+    the proxy's upstreams are the scripted models."""
     path: Path = tmp_path_factory.mktemp("fuzz") / "fuzz.db"
-    with engram.open(f"sqlite:///{path}", llm=None) as mem, FakeLLMServer() as upstream:
+    with (
+        engram.open(f"sqlite:///{path}", llm=None) as mem,
+        FakeLLMServer() as upstream,
+        FakeAnthropicServer(strict=False) as claude,
+    ):
         chat = mem.session("s", "p", policy="summary_buffer")
         chat.add_many(
             [{"role": "user", "content": "pricing"}, {"role": "assistant", "content": "ok"}]
@@ -127,7 +133,9 @@ def served_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         mem.memories("p").create("A memory to find.")
         _state["key"] = mem.api_keys().create(admin=True).secret
         proxy = ProxySettings(upstream.base_url, timeout=10)
-        app = create_app(mem, ServerSettings(key_cache_seconds=60, proxy=proxy))
+        anthropic = ProxySettings(claude.base_url, timeout=10)
+        settings = ServerSettings(key_cache_seconds=60, proxy=proxy, anthropic=anthropic)
+        app = create_app(mem, settings)
         with serving(app) as url:
             _state["url"] = url
             yield

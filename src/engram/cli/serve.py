@@ -42,8 +42,22 @@ def is_loopback(host: str) -> bool:
     "--upstream",
     metavar="URL",
     default=None,
-    help="OpenAI-compatible base URL the /v1/chat/completions proxy calls "
+    help="OpenAI-compatible base URL the /v1/chat/completions and /v1/responses proxy calls "
     "(default: $ENGRAM_LLM_BASE_URL; key: $ENGRAM_LLM_API_KEY).",
+)
+@click.option(
+    "--upstream-responses",
+    is_flag=True,
+    help="The upstream also speaks the Responses API: send /v1/responses to it in that format, "
+    "so reasoning items go back as they came (default: as chat completions; "
+    "$ENGRAM_PROXY_UPSTREAM_RESPONSES=1).",
+)
+@click.option(
+    "--anthropic-upstream",
+    metavar="URL",
+    default=None,
+    help="Anthropic-format base URL the /v1/messages proxy calls, e.g. https://api.anthropic.com "
+    "(default: $ENGRAM_ANTHROPIC_BASE_URL); clients' own x-api-key is passed on.",
 )
 @click.option(
     "--budget",
@@ -105,6 +119,8 @@ def serve_command(
     port: int,
     sample: bool,
     upstream: str | None,
+    upstream_responses: bool,
+    anthropic_upstream: str | None,
     budget: int | None,
     single_system: bool,
     allowed_hosts: tuple[str, ...],
@@ -124,8 +140,17 @@ def serve_command(
     import engram
     from engram.cli.demo import DEMO_SCOPE, store_sample
     from engram.proxy import ProxySettings
+    from engram.proxy.settings import anthropic_from_env
 
-    proxy = ProxySettings.from_env(base_url=upstream, budget=budget, single_system=single_system)
+    proxy = ProxySettings.from_env(
+        base_url=upstream,
+        budget=budget,
+        single_system=single_system,
+        responses_api=upstream_responses,
+    )
+    anthropic = anthropic_from_env(
+        base_url=anthropic_upstream, budget=budget, single_system=single_system
+    )
 
     with engram.open(store_url(ctx, db)) as mem:
         keys = _active_keys(mem)
@@ -137,7 +162,7 @@ def serve_command(
         if sample and not mem.scopes():
             store_sample(mem, replay_turns=True)
             click.echo(f"Loaded the sample conversation into scope {DEMO_SCOPE!r}.")
-        settings = ServerSettings(proxy=proxy, allowed_hosts=allowed_hosts)
+        settings = ServerSettings(proxy=proxy, anthropic=anthropic, allowed_hosts=allowed_hosts)
         if key_failures is not None:
             settings = dataclasses.replace(settings, key_failures=key_failures)
         if key_failure_window is not None:
@@ -146,9 +171,16 @@ def serve_command(
             settings = dataclasses.replace(settings, session_seconds=sign_in_hours * 3600)
         app = create_app(mem, settings)
         _announce(mem.url, host, port, keys)
+        base = _base(host, port)
         if proxy is not None:
-            click.echo(f"  proxy      {_base(host, port)}/v1/chat/completions -> {proxy.base_url}")
-            window = f"{proxy.budget:,} tokens" if proxy.budget else "the model's context window"
+            click.echo(f"  proxy      {base}/v1/chat/completions -> {proxy.base_url}")
+            api = "responses" if proxy.responses_api else "chat completions"
+            click.echo(f"  proxy      {base}/v1/responses -> {proxy.base_url} ({api})")
+        if anthropic is not None:
+            click.echo(f"  proxy      {base}/v1/messages -> {anthropic.base_url}")
+        served = proxy or anthropic
+        if served is not None:
+            window = f"{served.budget:,} tokens" if served.budget else "the model's context window"
             click.echo(f"  budget     {window} per request (X-Engram-Budget to change one)")
         if any(getattr(route, "path", None) == MCP_PATH for route in app.routes):
             click.echo(f"  MCP        {_base(host, port)}{MCP_PATH}")

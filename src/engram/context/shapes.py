@@ -26,7 +26,14 @@ from typing import Any
 from engram.intake.parts import content_text
 from engram.models import JSON
 
-__all__ = ["CACHE_CONTROL", "MAX_BREAKPOINTS", "anthropic_prompt", "merge_system"]
+__all__ = [
+    "CACHE_CONTROL",
+    "MAX_BREAKPOINTS",
+    "anthropic_prompt",
+    "merge_system",
+    "put_back",
+    "tool_use_block",
+]
 
 #: The marker Anthropic reads as "cache the prompt up to here".
 CACHE_CONTROL: JSON = {"type": "ephemeral"}
@@ -57,6 +64,7 @@ def anthropic_prompt(
     *,
     turn_start: int | None = None,
     cache: bool = True,
+    kept: Mapping[int, Sequence[tuple[int, Mapping[str, Any]]]] | None = None,
 ) -> JSON:
     """The prompt in Anthropic's Messages form: ``{"system": ..., "messages": [...]}``.
 
@@ -68,6 +76,9 @@ def anthropic_prompt(
         cache: Mark ``cache_control`` breakpoints: on the last system block,
             and on the last message before ``turn_start``. ``system`` is then
             a list of text blocks (one per system message), else one string.
+        kept: Blocks to put back into a message, by its index in ``messages``:
+            ``(place, block)`` pairs, each block set at its place among the
+            message's blocks (Anthropic's ``thinking`` blocks, kept verbatim).
 
     Returns:
         ``{"system": str | list[block], "messages": list[message]}``; ``system``
@@ -82,6 +93,7 @@ def anthropic_prompt(
         if turn_start is not None and index == turn_start and out:
             stable_end = len(out) - 1
         role, blocks = _anthropic_turn(messages[index])
+        blocks = put_back(blocks, (kept or {}).get(index, ()))
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)
         else:
@@ -102,6 +114,23 @@ def anthropic_prompt(
         last_block["cache_control"] = dict(CACHE_CONTROL)
     prompt["messages"] = out
     return prompt
+
+
+def put_back(blocks: Sequence[JSON], kept: Sequence[tuple[int, Mapping[str, Any]]]) -> list[JSON]:
+    """``blocks`` with kept blocks set back at their places (past the end: at the end).
+
+    Places are indexes in the list as it was; two kept blocks at one place keep
+    their order.
+    """
+    out = list(blocks)
+    last: tuple[int, int] | None = None  # (place asked, index used) of the previous one
+    for place, block in sorted(kept, key=lambda pair: pair[0]):
+        index = min(max(place, 0), len(out))
+        if last is not None and last[0] == place:
+            index = last[1] + 1
+        out.insert(index, dict(block))
+        last = (place, index)
+    return out
 
 
 # --------------------------------------------------------------------------- helpers
@@ -135,7 +164,7 @@ def _anthropic_turn(message: Mapping[str, Any]) -> tuple[str, list[JSON]]:
         # Anthropic has no system turn inside the conversation: keep it as user text.
         return "user", [_text_block(f"[system] {content_text(message.get('content'))}")]
     if role == "assistant":
-        blocks.extend(_tool_use(call) for call in message.get("tool_calls") or ())
+        blocks.extend(tool_use_block(call) for call in message.get("tool_calls") or ())
         return "assistant", blocks or [_text_block("")]
     return "user", blocks or [_text_block("")]
 
@@ -168,7 +197,8 @@ def _image_block(image: Any) -> JSON:
     return {"type": "image", "source": source}
 
 
-def _tool_use(call: Mapping[str, Any]) -> JSON:
+def tool_use_block(call: Mapping[str, Any]) -> JSON:
+    """An OpenAI tool call as an Anthropic ``tool_use`` block (``input`` always an object)."""
     function = call.get("function") or {}
     raw = function.get("arguments") if isinstance(function, Mapping) else None
     try:

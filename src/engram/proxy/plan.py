@@ -39,7 +39,7 @@ from typing import Any
 from engram import edits, idempotency
 from engram.errors import IdempotencyConflict, InvalidMessage
 from engram.intake.validation import build_message, message_fields
-from engram.models import Message, NewMessage
+from engram.models import JSON, Message, NewMessage
 from engram.proxy.align import (
     Alignment,
     Kind,
@@ -105,6 +105,10 @@ class Plan:
     replaced: int = 0
 
 
+#: Writes a plan: (ids of stored messages replaced, messages to store, key) -> (stored, replaced).
+Writer = Callable[[list[int], list[JSON], "str | None"], tuple[int, int]]
+
+
 def plan_turn(
     session: Session,
     messages: Sequence[Mapping[str, Any]],
@@ -112,10 +116,14 @@ def plan_turn(
     sizes: Sizes,
     counter: TokenCounter,
     ours: Callable[[str], bool],
+    *,
+    write: Writer | None = None,
 ) -> Plan:
     """Align the request's non-system ``messages`` with the session; store what is new.
 
     ``ours(name)`` tells Engram's own tools (their rounds are hidden from clients).
+    ``write`` replaces the session's write (a turn that stores nothing keeps
+    its messages in a scratch instead).
 
     Raises:
         InvalidMessage: a message cannot be read or stored; nothing is written.
@@ -124,7 +132,6 @@ def plan_turn(
     """
     raw = [dict(m) for m in messages if not _empty_answer(m)]
     client = _read(raw)
-    store = session.runtime.store
     rows, whole = _read_back(
         session, len(client) + 2, idempotency.LOOKBACK if retry.key else 0, ours
     )
@@ -148,14 +155,25 @@ def plan_turn(
     sizes.check_turn(turn_tokens(counter, _current_turn(kept, [client[i] for i in new])))
     gone_ids = [] if through is None else [m.id for m in rows if m.id > through]
     batch = [raw[i] for i in new]
-    with store.atomic() if isinstance(store, Atomic) else nullcontext():
-        gone = (
-            edits.delete(store, session.scope, session.id, gone_ids, action=EDIT_ACTION)
-            if gone_ids
-            else []
-        )
-        added = session.add_many(batch, idempotency_key=retry.key) if batch else []
-    return Plan(stored=len(added), replaced=len(gone))
+    stored, replaced = (write or _writer(session))(gone_ids, batch, retry.key)
+    return Plan(stored=stored, replaced=replaced)
+
+
+def _writer(session: Session) -> Writer:
+    """The session's write: the replaced messages go and the new ones come, in one transaction."""
+    store = session.runtime.store
+
+    def write(gone_ids: list[int], batch: list[JSON], key: str | None) -> tuple[int, int]:
+        with store.atomic() if isinstance(store, Atomic) else nullcontext():
+            gone = (
+                edits.delete(store, session.scope, session.id, gone_ids, action=EDIT_ACTION)
+                if gone_ids
+                else []
+            )
+            added = session.add_many(batch, idempotency_key=key) if batch else []
+        return len(added), len(gone)
+
+    return write
 
 
 def _what_stays(

@@ -63,13 +63,28 @@ class ChatRequest:
     stream: bool = False
     include_usage: bool = False
 
+    #: The format of the verbatim items the upstream takes back (None: none, chat completions).
+    keeps: str | None = None
+
     @property
     def client_tool_names(self) -> frozenset[str]:
         """Names of the client's own tools."""
         return frozenset(_tool_name(schema) for schema in self.client_tools)
 
-    def upstream_body(self, messages: Sequence[JSON], offered: Sequence[JSON]) -> JSON:
-        """The body of one upstream call: the client's, with Engram's messages and tools."""
+    def upstream_body(
+        self,
+        messages: Sequence[JSON],
+        offered: Sequence[JSON],
+        *,
+        turn_start: int | None = None,
+        kept: Mapping[int, JSON] | None = None,
+    ) -> JSON:
+        """The body of one upstream call: the client's, with Engram's messages and tools.
+
+        ``turn_start`` (where the current turn begins) and ``kept`` (verbatim
+        items by message index) serve upstreams in other formats; chat
+        completions have no place for either.
+        """
         out: JSON = {key: value for key, value in self.body.items() if key not in _REPLACED}
         metadata = out.pop("metadata", None)
         if isinstance(metadata, Mapping):

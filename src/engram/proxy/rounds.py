@@ -24,6 +24,11 @@ in it are then dropped). A client that goes away mid-stream leaves the
 partial answer stored and marked ``cut``; asking the same turn again then
 replaces it. A client that goes away from a request that is not streamed
 leaves the whole answer stored, and a retry gets it back.
+
+Other fronts (the Responses and Messages routes) run the same turn on a
+chat-format request: :meth:`ProxyTurn.chunks` gives them the chunks to
+re-encode, ``marks`` go to the stored answer's metadata, and a turn with a
+:class:`~engram.proxy.scratch.Scratch` stores nothing.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ from engram.models import JSON, Message
 from engram.proxy.align import UPSTREAM_KEY
 from engram.proxy.budget import Budget, Sizes
 from engram.proxy.history import (
+    USAGE_KEY,
+    Book,
     Round,
     build_round,
     run_engram_calls,
@@ -51,20 +58,23 @@ from engram.proxy.history import (
 )
 from engram.proxy.plan import Plan, Retry, plan_turn
 from engram.proxy.request import ChatRequest
+from engram.proxy.scratch import Scratch
 from engram.proxy.settings import ProxySettings
 from engram.proxy.stream import (
-    DONE,
+    End,
     Gathered,
     Relay,
     completion_chunks,
-    error_event,
-    event,
+    encode,
 )
-from engram.proxy.upstream import Upstream
+from engram.proxy.upstream import ModelEndpoint
+from engram.proxy.verbatim import VERBATIM_KEY
 from engram.session import Session
 from engram.tokens import count_message, counter_for_model
 
 _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+#: Usage keys of the prompt cache: what the upstream read from it (OpenAI's, Anthropic's).
+CACHE_READ_KEYS = ("cached_tokens", "cache_read_input_tokens")
 
 
 def is_ours(name: str) -> bool:
@@ -85,7 +95,7 @@ class Report:
     pending_compaction: bool = False
     replayed: bool = False
     replaced: int = 0
-    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_USAGE_KEYS, 0))
+    usage: dict[str, Any] = field(default_factory=lambda: dict.fromkeys(_USAGE_KEYS, 0))
     upstream: dict[str, str] = field(default_factory=dict)
 
     def saw(self, built: Round) -> None:
@@ -96,12 +106,16 @@ class Report:
         self.pending_compaction = built.pending_compaction
 
     def add_usage(self, usage: object) -> None:
-        """Add one upstream call's usage to the totals."""
+        """Add one upstream call's usage to the totals (every count it reports, one level deep)."""
         if isinstance(usage, dict):
-            for key in _USAGE_KEYS:
-                value = usage.get(key)
-                if isinstance(value, int) and not isinstance(value, bool):
-                    self.usage[key] += value
+            _add_counts(self.usage, usage)
+
+    @property
+    def cache_read(self) -> int:
+        """Prompt tokens the upstream read from its cache over the turn."""
+        details = self.usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens", 0) if isinstance(details, dict) else 0
+        return int(self.usage.get("cache_read_input_tokens", 0)) + int(cached)
 
     def headers(self) -> dict[str, str]:
         """The response headers: what Engram did, and the upstream's rate-limit headers."""
@@ -116,20 +130,40 @@ class Report:
             "X-Engram-Compaction-Pending": "true" if self.pending_compaction else "false",
             "X-Engram-Replayed": "true" if self.replayed else "false",
             "X-Engram-Replaced": str(self.replaced),
+            "X-Engram-Cache-Read-Tokens": str(self.cache_read),
         }
+
+
+def _add_counts(totals: dict[str, Any], usage: dict[str, Any]) -> None:
+    for key, value in usage.items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            totals[key] = totals.get(key, 0) + value
+        elif isinstance(value, dict):
+            inner = totals.get(key)
+            if not isinstance(inner, dict):
+                inner = totals[key] = {}
+            for name, count in value.items():
+                if isinstance(count, int) and not isinstance(count, bool):
+                    inner[name] = inner.get(name, 0) + count
 
 
 @dataclass(slots=True)
 class ProxyTurn:
-    """One proxied chat completion on one session (its turn already held)."""
+    """One proxied chat completion on one session (its turn already held).
+
+    ``marks`` go to the stored answer's metadata; with ``scratch`` the turn
+    stores nothing (its messages live in the scratch until it ends).
+    """
 
     session: Session
     request: ChatRequest
-    upstream: Upstream
+    upstream: ModelEndpoint
     settings: ProxySettings
     retry: Retry
     budget: Budget
     single_system: bool = False
+    marks: JSON = field(default_factory=dict)
+    scratch: Scratch | None = None
     report: Report = field(init=False)
     _plan: Plan = field(init=False, default_factory=Plan)
     _sizes: Sizes | None = field(init=False, default=None)
@@ -153,6 +187,16 @@ class ProxyTurn:
             )
         return self._sizes
 
+    @property
+    def book(self) -> Book:
+        """Where the turn's messages go: the session, or the scratch of a turn that stores none."""
+        return self.scratch if self.scratch is not None else self.session
+
+    @property
+    def replay(self) -> Message | None:
+        """The stored answer sent back to a retry (None: the turn called the upstream)."""
+        return self._plan.replay
+
     async def complete(self) -> JSON:
         """Run the turn without streaming; return the client's chat completion."""
         built = await self._start()
@@ -163,9 +207,7 @@ class ProxyTurn:
             if number > 1:
                 built = await self._round(last)
             assert built is not None
-            reply = await self.upstream.complete(
-                self.request.upstream_body(built.messages, built.offered)
-            )
+            reply = await self.upstream.complete(self._body(built))
             self.report.upstream = reply.headers
             answer = reply.body
             self.report.add_usage(answer.get("usage"))
@@ -183,6 +225,10 @@ class ProxyTurn:
         Everything up to the first text (or the end of a round) happens
         before this returns, so errors still become ordinary error responses.
         """
+        return encode(await self.chunks())
+
+    async def chunks(self) -> AsyncGenerator[JSON | End, None]:
+        """As :meth:`stream`, the answer as chat-completion chunks, then an :class:`End`."""
         built = await self._start()
         if self._plan.replay is not None:
             return _replay(self._replay_chunks(self._plan.replay))
@@ -191,7 +237,7 @@ class ProxyTurn:
             if number > 1:
                 built = await self._round(last)
             assert built is not None
-            body = self.request.upstream_body(built.messages, built.offered)
+            body = self._body(built)
             stack = AsyncExitStack()
             streamed = await stack.enter_async_context(self.upstream.stream(body))
             self.report.upstream = streamed.headers
@@ -229,8 +275,13 @@ class ProxyTurn:
         sizes = self.sizes()
         counter = counter_for_model(self.request.model)
 
+        scratch = self.scratch
+
         def work() -> tuple[Plan, Round | None]:
-            plan = plan_turn(self.session, self.request.new, self.retry, sizes, counter, is_ours)
+            plan = plan_turn(
+                self.session, self.request.new, self.retry, sizes, counter, is_ours,
+                write=scratch.write if scratch is not None else None,
+            )  # fmt: skip
             if plan.replay is not None:
                 return plan, None
             return plan, self._build(self.settings.max_rounds == 1)
@@ -243,12 +294,22 @@ class ProxyTurn:
 
     def _build(self, last: bool) -> Round:
         return build_round(
-            self.session,
+            self.book,
             self.request,
             engram_tools=not last,
             budget=self.budget.total,
             single_system=self.single_system,
+            kept_from=self.session,
         )
+
+    def _body(self, built: Round) -> JSON:
+        return self.request.upstream_body(
+            built.messages, built.offered, turn_start=built.turn_start, kept=built.kept
+        )
+
+    def _marks(self) -> JSON:
+        """The stored answer's marks: the front's, and the turn's usage so far."""
+        return {**self.marks, USAGE_KEY: dict(self.report.usage)}
 
     async def _round(self, last: bool) -> Round:
         built = await offload(self._build, last)
@@ -271,14 +332,15 @@ class ProxyTurn:
             await offload(
                 run_engram_calls, self.session, {**message, "tool_calls": calls}, ours,
                 built.room, upstream=_upstream_of(completion),
-                key=self.retry.answer_key if theirs else None,
+                key=self.retry.answer_key if theirs else None, into=self.book,
+                marks=self._marks() if theirs else None,
             )  # fmt: skip
             if not theirs:
                 return None
             return theirs  # the call message is stored with Engram's results
         await offload(
-            store_answer, self.session, {**message, "tool_calls": theirs},
-            upstream=_upstream_of(completion), key=self.retry.answer_key,
+            store_answer, self.book, {**message, "tool_calls": theirs},
+            upstream=_upstream_of(completion), key=self.retry.answer_key, marks=self._marks(),
         )  # fmt: skip
         return theirs
 
@@ -298,7 +360,7 @@ class ProxyTurn:
     def _replayed(self, stored: Message) -> JSON:
         """A stored answer as the chat completion it was (no upstream call: no usage)."""
         self.report.replayed = True
-        message, upstream = _stored_view(stored)
+        message, upstream = _stored_view(stored, self.request.keeps)
         return {
             "id": upstream.get("id") or f"chatcmpl-engram-{stored.id}",
             "object": "chat.completion",
@@ -316,7 +378,7 @@ class ProxyTurn:
 
     def _replay_chunks(self, stored: Message) -> list[JSON]:
         self.report.replayed = True
-        message, upstream = _stored_view(stored)
+        message, upstream = _stored_view(stored, self.request.keeps)
         template = {
             "id": upstream.get("id") or f"chatcmpl-engram-{stored.id}",
             "created": int(stored.created_at.timestamp()),
@@ -331,7 +393,7 @@ class ProxyTurn:
         chunks: AsyncIterator[JSON],
         gathered: Gathered,
         held: list[JSON],
-    ) -> AsyncGenerator[bytes, None]:
+    ) -> AsyncGenerator[JSON | End, None]:
         finished = False
         broken: LLMError | None = None
         relay = Relay(is_ours)
@@ -354,13 +416,13 @@ class ProxyTurn:
                 message = gathered.message()
                 theirs = [c for c in message.get("tool_calls") or [] if not is_ours(_name(c))]
                 await offload(
-                    store_answer, self.session, {**message, "tool_calls": theirs},
+                    store_answer, self.book, {**message, "tool_calls": theirs},
                     upstream=_upstream_of(gathered.template or {}), key=self.retry.answer_key,
-                    cut=not finished,
+                    cut=not finished, marks=self._marks(),
                 )  # fmt: skip
-        yield DONE if broken is None else error_event(broken)
+        yield End(broken)
 
-    def _relayed(self, relay: Relay, chunk: JSON) -> bytes | None:
+    def _relayed(self, relay: Relay, chunk: JSON) -> JSON | None:
         """A chunk for the client: Engram's calls dropped, usage as the turn's totals."""
         if isinstance(chunk.get("usage"), dict):
             self.report.add_usage(chunk["usage"])
@@ -374,14 +436,14 @@ class ProxyTurn:
                 shown = {**shown, "usage": None}
             else:
                 shown = {**shown, "usage": dict(self.report.usage)}
-        return event(shown)
+        return shown
 
 
-async def _replay(chunks: list[JSON]) -> AsyncGenerator[bytes, None]:
-    """Events of chunks already gathered, then the end of the stream."""
+async def _replay(chunks: list[JSON]) -> AsyncGenerator[JSON | End, None]:
+    """Chunks already gathered, then the end of the stream."""
     for chunk in chunks:
-        yield event(chunk)
-    yield DONE
+        yield chunk
+    yield End()
 
 
 def _name(call: JSON) -> str:
@@ -408,11 +470,14 @@ def _upstream_of(completion: JSON) -> dict[str, Any]:
     return {key: completion[key] for key in ("id", "model") if isinstance(completion.get(key), str)}
 
 
-def _stored_view(stored: Message) -> tuple[JSON, dict[str, Any]]:
+def _stored_view(stored: Message, keeps: str | None) -> tuple[JSON, dict[str, Any]]:
     """The client's view of a stored answer (its calls to the client's tools), and its origin."""
     message: JSON = {"role": "assistant", "content": stored.content or None}
     calls = [c for c in stored.tool_calls or () if not is_ours(_name(c))]
     if calls:
         message["tool_calls"] = calls
+    record = stored.metadata.get(VERBATIM_KEY)
+    if keeps is not None and isinstance(record, dict) and record.get("format") == keeps:
+        message[VERBATIM_KEY] = record  # an upstream of that format gave it: its client gets it
     upstream = stored.metadata.get(UPSTREAM_KEY)
     return message, upstream if isinstance(upstream, dict) else {}

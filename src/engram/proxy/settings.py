@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -14,6 +15,12 @@ from engram.config import (
 )
 from engram.errors import ConfigError
 from engram.llm.client import DEFAULT_TIMEOUT, ENV_API_KEY, ENV_BASE_URL, ENV_TIMEOUT
+
+#: Set to 1: the upstream also speaks the Responses API (``engram serve --upstream-responses``).
+ENV_RESPONSES_API = "ENGRAM_PROXY_UPSTREAM_RESPONSES"
+#: The Anthropic-format upstream of ``/v1/messages``, and its server-side key.
+ENV_ANTHROPIC_BASE_URL = "ENGRAM_ANTHROPIC_BASE_URL"
+ENV_ANTHROPIC_API_KEY = "ENGRAM_ANTHROPIC_API_KEY"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +41,9 @@ class ProxySettings:
             a request with the turn's Idempotency-Key always does).
         single_system: Send the system prompt, memories and summary as one
             system message (a request's ``X-Engram-Single-System`` asks too).
+        responses_api: The upstream also speaks the Responses API: ``/v1/responses``
+            requests go to its ``/responses`` in that format (so reasoning items go
+            back as they came); otherwise they are sent as chat completions.
     """
 
     base_url: str
@@ -43,6 +53,7 @@ class ProxySettings:
     budget: int | None = None
     retry_window: float = DEFAULT_PROXY_RETRY_WINDOW
     single_system: bool = False
+    responses_api: bool = False
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -68,6 +79,7 @@ class ProxySettings:
         base_url: str | None = None,
         budget: int | None = None,
         single_system: bool = False,
+        responses_api: bool = False,
     ) -> ProxySettings | None:
         """Settings from the environment; None when no upstream is named.
 
@@ -95,4 +107,33 @@ class ProxySettings:
             budget if budget is not None else config.proxy_budget,
             config.proxy_retry_window,
             single_system or config.proxy_single_system,
+            responses_api or env.get(ENV_RESPONSES_API, "").lower() in ("1", "true", "yes"),
         )
+
+
+def anthropic_from_env(
+    environ: Mapping[str, str] | None = None,
+    *,
+    base_url: str | None = None,
+    budget: int | None = None,
+    single_system: bool = False,
+) -> ProxySettings | None:
+    """The settings of the Anthropic-format upstream (``/v1/messages``); None when none is named.
+
+    The URL is ``base_url`` (``engram serve --anthropic-upstream``), else
+    ``ENGRAM_ANTHROPIC_BASE_URL``; the key, used only for clients that send no
+    ``x-api-key`` of their own, ``ENGRAM_ANTHROPIC_API_KEY``. Timeout, rounds,
+    budget and retries are the proxy's (:meth:`ProxySettings.from_env`).
+
+    Raises:
+        ConfigError: a variable is not usable.
+    """
+    env = os.environ if environ is None else environ
+    url = base_url or env.get(ENV_ANTHROPIC_BASE_URL)
+    if not url:
+        return None
+    shared = ProxySettings.from_env(
+        {**env, ENV_BASE_URL: url}, budget=budget, single_system=single_system
+    )
+    assert shared is not None
+    return dataclasses.replace(shared, api_key=env.get(ENV_ANTHROPIC_API_KEY) or None)

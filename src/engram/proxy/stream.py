@@ -1,14 +1,27 @@
-"""Streamed answers: chunks gathered into one message, and chunks re-encoded for the client."""
+"""Streamed answers: chunks gathered into one message, and chunks re-encoded for the client.
+
+A chunk's delta may carry :data:`~engram.proxy.verbatim.VERBATIM_KEY` (items an
+upstream in another format streamed that chat completions cannot say, whole):
+they are gathered with the message and passed on untouched.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from engram.errors import LLMError, LLMTimeout
 from engram.models import JSON
+from engram.proxy.verbatim import VERBATIM_KEY
+
+
+@dataclass(frozen=True, slots=True)
+class End:
+    """The end of a turn's chunks: ``error`` is what the upstream broke off with, if it did."""
+
+    error: LLMError | None = None
 
 
 @dataclass(slots=True)
@@ -20,6 +33,7 @@ class Gathered:
     finish_reason: str | None = None
     usage: JSON | None = None
     template: JSON | None = None
+    kept: list[JSON] = field(default_factory=list)
 
     def add(self, chunk: JSON) -> None:
         """Take one chunk's content, tool-call pieces, finish reason and usage."""
@@ -33,6 +47,9 @@ class Gathered:
                 self.content.append(delta["content"])
             for piece in delta.get("tool_calls") or []:
                 self._call(piece)
+            record = delta.get(VERBATIM_KEY)
+            if isinstance(record, dict):
+                self.kept.append(record)
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
 
@@ -47,6 +64,9 @@ class Gathered:
         calls = [self.calls[index] for index in sorted(self.calls)]
         if calls:
             message["tool_calls"] = calls
+        if self.kept:
+            items = [item for record in self.kept for item in record.get("items") or ()]
+            message[VERBATIM_KEY] = {**self.kept[0], "items": items}
         return message
 
     def _call(self, piece: Any) -> None:
@@ -71,6 +91,18 @@ def event(chunk: JSON) -> bytes:
 DONE = b"data: [DONE]\n\n"
 
 
+async def encode(chunks: AsyncGenerator[JSON | End, None]) -> AsyncGenerator[bytes, None]:
+    """A turn's chunks as chat-completion server-sent events (closing them when closed)."""
+    try:
+        async for chunk in chunks:
+            if isinstance(chunk, End):
+                yield DONE if chunk.error is None else error_event(chunk.error)
+            else:
+                yield event(chunk)
+    finally:
+        await chunks.aclose()
+
+
 def error_event(exc: LLMError) -> bytes:
     """The event that ends a stream the upstream broke off (OpenAI's SDK raises it as an error)."""
     kind = "llm_timeout" if isinstance(exc, LLMTimeout) else "llm_error"
@@ -91,6 +123,8 @@ def completion_chunks(
     """
     base = {**(template or {}), "object": "chat.completion.chunk"}
     delta: JSON = {"role": "assistant", "content": message.get("content") or None}
+    if isinstance(message.get(VERBATIM_KEY), dict):
+        delta[VERBATIM_KEY] = message[VERBATIM_KEY]
     if calls:
         delta["tool_calls"] = [{"index": index, **call} for index, call in enumerate(calls)]
     reason = finish_reason or ("tool_calls" if calls else "stop")

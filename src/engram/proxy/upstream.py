@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import httpx
 
@@ -24,8 +25,10 @@ from engram.llm.deadline import async_deadline, step, steps
 from engram.models import JSON
 from engram.proxy.settings import ProxySettings
 
-#: Upstream response headers passed back to the client (and any ``x-ratelimit-*``).
+#: Upstream response headers passed back to the client (and any rate-limit header).
 PASSED_HEADERS = frozenset({"retry-after", "retry-after-ms"})
+#: Prefixes of rate-limit headers: OpenAI's and Anthropic's.
+RATE_LIMIT_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 
 
 def passed_headers(headers: Mapping[str, str]) -> dict[str, str]:
@@ -33,7 +36,7 @@ def passed_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return {
         key: value
         for key, value in headers.items()
-        if key.lower() in PASSED_HEADERS or key.lower().startswith("x-ratelimit-")
+        if key.lower() in PASSED_HEADERS or key.lower().startswith(RATE_LIMIT_PREFIXES)
     }
 
 
@@ -66,6 +69,23 @@ class Stream:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+class ModelEndpoint(Protocol):
+    """What a turn calls: answers and streams in the chat-completions shape, whatever the wire."""
+
+    @property
+    def settings(self) -> ProxySettings:
+        """The upstream's settings (timeout, rounds, budget...)."""
+        ...
+
+    async def complete(self, body: JSON) -> Reply:
+        """One answer, as a chat completion."""
+        ...
+
+    def stream(self, body: JSON) -> AbstractAsyncContextManager[Stream]:
+        """One streamed answer, as chat-completion chunks."""
+        ...
+
+
 class Upstream:
     """One connection pool to the upstream; close it with :meth:`aclose`."""
 
@@ -74,7 +94,7 @@ class Upstream:
         self._pool: httpx.AsyncClient | None = None
 
     @property
-    def _client(self) -> httpx.AsyncClient:
+    def client(self) -> httpx.AsyncClient:
         """The connection pool, opened on first use (again after :meth:`aclose`)."""
         if self._pool is None or self._pool.is_closed:
             key = self.settings.api_key
@@ -98,10 +118,10 @@ class Upstream:
             UpstreamFailed: an error status. LLMTimeout: too slow.
             LLMError: unreachable. LLMBadResponse: not a JSON object.
         """
-        with _translated(self.settings.timeout):
+        with translated(self.settings.timeout):
             deadline = async_deadline(self.settings.timeout)
-            response = await step(deadline, self._client.post("/chat/completions", json=body))
-        await _check(response)
+            response = await step(deadline, self.client.post("/chat/completions", json=body))
+        await check_status(response)
         try:
             decoded = response.json()
         except ValueError:
@@ -117,12 +137,12 @@ class Upstream:
         Raises:
             UpstreamFailed, LLMTimeout, LLMError: as :meth:`complete`, before the first chunk.
         """
-        with _translated(self.settings.timeout):
+        with translated(self.settings.timeout):
             deadline = async_deadline(self.settings.timeout)
-            request = self._client.build_request("POST", "/chat/completions", json=body)
-            response = await step(deadline, self._client.send(request, stream=True))
+            request = self.client.build_request("POST", "/chat/completions", json=body)
+            response = await step(deadline, self.client.send(request, stream=True))
         try:
-            await _check(response)
+            await check_status(response)
             yield Stream(
                 _events(response, self.settings.timeout, deadline),
                 passed_headers(response.headers),
@@ -132,15 +152,15 @@ class Upstream:
 
     async def models(self) -> tuple[int, bytes, str]:
         """The upstream's ``GET /models`` answer: status, body, content type."""
-        with _translated(self.settings.timeout):
+        with translated(self.settings.timeout):
             deadline = async_deadline(self.settings.timeout)
-            response = await step(deadline, self._client.get("/models"))
+            response = await step(deadline, self.client.get("/models"))
         return response.status_code, response.content, _content_type(response)
 
 
 async def _events(response: httpx.Response, seconds: float, deadline: float) -> AsyncIterator[JSON]:
     """The JSON chunks of a server-sent-events body, up to ``[DONE]``, ending by ``deadline``."""
-    with _translated(seconds):
+    with translated(seconds):
         async for line in steps(deadline, response.aiter_lines()):
             if not line.startswith("data:"):
                 continue
@@ -157,7 +177,8 @@ async def _events(response: httpx.Response, seconds: float, deadline: float) -> 
                 yield chunk
 
 
-async def _check(response: httpx.Response) -> None:
+async def check_status(response: httpx.Response) -> None:
+    """Raise :class:`UpstreamFailed` (its status, body and passed headers) for an error status."""
     if response.status_code >= 400:
         body = await response.aread()
         raise UpstreamFailed(
@@ -170,7 +191,7 @@ def _content_type(response: httpx.Response) -> str:
 
 
 @contextmanager
-def _translated(timeout: float) -> Iterator[None]:
+def translated(timeout: float) -> Iterator[None]:
     """Turn httpx's transport errors into Engram's."""
     try:
         yield

@@ -111,8 +111,8 @@ def create_app(engram: Engram, settings: ServerSettings | None = None) -> FastAP
     dashboard.install(app)  # the pages at / (outside the API document), behind the same keys
     for router in RESOURCES:
         include_v1(app, router)
-    if settings.proxy is not None:
-        proxy.install(app, settings.proxy)
+    if settings.proxy is not None or settings.anthropic is not None:
+        proxy.install(app, settings.proxy, settings.anthropic)
     if settings.mcp:
         mount_mcp(app)
     app.add_middleware(_Timed, metrics=metrics)

@@ -184,6 +184,51 @@ CHAT_REQUEST: dict[str, Any] = {
 }
 
 
+def _proxied(description: str, required: dict[str, Any]) -> dict[str, Any]:
+    """The documented body of a proxy route: the fields Engram needs, the rest passed on."""
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "description": description,
+                        "properties": required,
+                        "required": list(required),
+                    }
+                }
+            },
+        }
+    }
+
+
+#: ``POST /v1/responses``: an OpenAI Responses request.
+RESPONSES_REQUEST = _proxied(
+    "An OpenAI Responses request: model, input (text or items) and the API's optional "
+    "fields, passed on to the upstream.",
+    {
+        "model": {"type": "string", "minLength": 1},
+        "input": {
+            "oneOf": [
+                {"type": "string", "minLength": 1},
+                {"type": "array", "minItems": 1, "items": {"type": "object"}},
+            ]
+        },
+    },
+)
+#: ``POST /v1/messages``: an Anthropic Messages request.
+MESSAGES_REQUEST = _proxied(
+    "An Anthropic Messages request: model, max_tokens, messages and the API's optional "
+    "fields, passed on to the Anthropic-format upstream.",
+    {
+        "model": {"type": "string", "minLength": 1},
+        "max_tokens": {"type": "integer", "minimum": 1},
+        "messages": {"type": "array", "minItems": 1, "items": {"type": "object"}},
+    },
+)
+
+
 def install(app: FastAPI) -> None:
     """Add :data:`COMPONENTS` to ``app``'s API document when it is first built."""
     build = app.openapi

@@ -38,8 +38,10 @@ class ServerSettings:
         title: The API's title in the OpenAPI document.
         extra_links: Names and paths printed by ``engram serve`` at start-up
             (other interfaces mounted on the app add theirs).
-        proxy: The upstream model endpoint of ``/v1/chat/completions`` (None:
-            the proxy answers that no upstream is configured).
+        proxy: The upstream model endpoint of ``/v1/chat/completions`` and
+            ``/v1/responses`` (None: the proxy answers that no upstream is configured).
+        anthropic: The Anthropic-format upstream of ``/v1/messages`` (None: that
+            route answers that none is configured).
         mcp: Serve MCP over streamable HTTP at ``/mcp`` (when the ``mcp`` extra
             is installed).
         mcp_token_verifier: Checks bearer tokens of ``/mcp`` that are not API
@@ -69,6 +71,7 @@ class ServerSettings:
     title: str = "Engram"
     extra_links: dict[str, str] = field(default_factory=dict)
     proxy: ProxySettings | None = None
+    anthropic: ProxySettings | None = None
     mcp: bool = True
     mcp_token_verifier: Any = None
     mcp_authorization_servers: tuple[str, ...] = ()

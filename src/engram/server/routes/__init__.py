@@ -9,11 +9,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from engram.server.routes import (
+    anthropic,
     compaction,
     context,
     memories,
     messages,
     proxy,
+    responses,
     retrieval,
     scopes,
     sessions,
@@ -29,6 +31,8 @@ RESOURCES: tuple[APIRouter, ...] = (
     compaction.router,
     memories.router,
     proxy.router,
+    responses.router,
+    anthropic.router,
 )
 
 __all__ = ["RESOURCES"]

@@ -7,32 +7,45 @@ reads the request's budget, waits for the session's turn, and hands the
 request to :class:`~engram.proxy.ProxyTurn`. Upstream errors go back with the
 upstream's status, body (credentials redacted) and rate-limit headers
 (:func:`install`).
+
+:func:`begin_turn` and :func:`answer_turn` are that path for every front: the
+Responses and Messages routes call them with their own request and shapes.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 from fastapi import FastAPI, Header, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from engram.engine import Engram
 from engram.idempotency import MAX_KEY_BYTES
+from engram.models import JSON
 from engram.proxy import (
+    ChatRequest,
     InvalidRequest,
     ProxySettings,
     ProxyTurn,
+    Target,
     Upstream,
     UpstreamFailed,
     find_target,
     parse_request,
 )
+from engram.proxy.anthropic import AnthropicUpstream
 from engram.proxy.budget import BUDGET_HEADER, resolve
 from engram.proxy.checks import check_target, read_body
 from engram.proxy.plan import Retry
 from engram.proxy.redact import redact
+from engram.proxy.scratch import Scratch
 from engram.proxy.serial import Held, SessionTurns
+from engram.proxy.stream import End, encode
+from engram.proxy.upstream import ModelEndpoint
 from engram.server import documented
 from engram.server.auth import Caller
 from engram.server.deps import READ, CallerDep, EngramDep, v1_router
@@ -52,13 +65,24 @@ class NoUpstream(NotReady):
     """The server was started without an upstream model endpoint (503)."""
 
 
-def install(app: FastAPI, settings: ProxySettings) -> None:
-    """Give ``app`` its upstream and its error handler (the router is included by create_app)."""
-    upstream = Upstream(settings)
-    app.state.proxy = upstream
+def install(
+    app: FastAPI, settings: ProxySettings | None, anthropic: ProxySettings | None = None
+) -> None:
+    """Give ``app`` its upstreams and the error handler (the routers are included by create_app).
+
+    ``settings`` is the chat-completions upstream (``/v1/chat/completions``,
+    ``/v1/responses``), ``anthropic`` the Anthropic-format one (``/v1/messages``).
+    """
+    if settings is not None:
+        upstream = Upstream(settings)
+        app.state.proxy = upstream
+        app.router.add_event_handler("shutdown", upstream.aclose)
+    if anthropic is not None:
+        messages = AnthropicUpstream(anthropic)
+        app.state.anthropic = messages
+        app.router.add_event_handler("shutdown", messages.aclose)
     app.state.proxy_turns = SessionTurns()
     app.add_exception_handler(UpstreamFailed, _upstream_failed)
-    app.router.add_event_handler("shutdown", upstream.aclose)
 
 
 @router.post(
@@ -82,39 +106,90 @@ async def chat_completions(
     single_system: str | None = Header(None, alias=SINGLE_SYSTEM_HEADER, max_length=8),
 ) -> Response:
     """Align the messages with the session, answer with its context, store the answer."""
-    upstream = _upstream(request)
-    settings = upstream.settings
-    body = read_body(await request.body())  # all of it checked before the first write
+    upstream = chat_upstream(request)
+    body = await read_json(request)  # all of it checked before the first write
     target = find_target(request.headers, body)
+    chat = parse_request(body)
+    asked = Asked(idempotency_key, budget_header, single_system)
+    turn, held = await begin_turn(request, engram, caller, target, chat, upstream, asked)
+    return await answer_turn(turn, held, as_json=lambda completion: completion, as_events=encode)
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What a proxied request asks of Engram in its headers."""
+
+    idempotency_key: str | None
+    budget: str | None
+    single_system: str | None
+
+
+async def begin_turn(
+    request: Request,
+    engram: Engram,
+    caller: Caller,
+    target: Target,
+    chat: ChatRequest,
+    upstream: ModelEndpoint,
+    asked: Asked,
+    *,
+    marks: JSON | None = None,
+    store: bool = True,
+) -> tuple[ProxyTurn, Held]:
+    """Authorize a proxied request, set up its turn, and wait for its session (every front).
+
+    ``marks`` go to the stored answer; with ``store`` False the turn stores nothing.
+    """
+    settings = upstream.settings
     scope = target.scope or own_scope(caller)
     check_target(target, scope, request.headers)
     caller.require(scope, "write")
-    chat = parse_request(body)
     retry = Retry(
-        key=idempotency_key or None,
+        key=asked.idempotency_key or None,
         window=settings.retry_window,
         first_attempt=request.headers.get(RETRY_COUNT_HEADER) == "0",
     )
+    session = engram.session(target.session, scope)
     turn = ProxyTurn(
-        engram.session(target.session, scope),
+        session,
         chat,
         upstream,
         settings,
         retry,
-        resolve(budget_header, settings.budget, chat.model),
-        single_system=_flag(single_system, settings.single_system),
+        resolve(asked.budget, settings.budget, chat.model),
+        single_system=_flag(asked.single_system, settings.single_system),
+        marks=dict(marks or {}),
+        scratch=None if store else Scratch(session),
     )
     turn.sizes().check_room()  # before waiting for the session: nothing to wait for
     turns: SessionTurns = request.app.state.proxy_turns
     wait = settings.timeout * settings.max_rounds + WAIT_MARGIN
     held = await turns.hold(engram.store, scope, target.session, wait=wait)
+    return turn, held
+
+
+async def answer_turn(
+    turn: ProxyTurn,
+    held: Held,
+    *,
+    as_json: Callable[[JSON], JSON],
+    as_events: Callable[[AsyncGenerator[JSON | End, None]], AsyncGenerator[bytes, None]],
+    prepare: Callable[[], Awaitable[None]] | None = None,
+) -> Response:
+    """Run a held turn and answer in the front's format; the session is released at the end.
+
+    ``as_json`` shapes the chat completion, ``as_events`` the streamed chunks;
+    ``prepare`` runs first, while the session is held.
+    """
     streaming = False
     try:
-        if chat.stream:
-            events = await turn.stream()
+        if prepare is not None:
+            await prepare()
+        if turn.request.stream:
+            events = as_events(await turn.chunks())
             streaming = True  # from here the stream releases the session when it ends
             return TurnStream(events, held, headers=turn.report.headers())
-        return JSONResponse(await turn.complete(), headers=turn.report.headers())
+        return JSONResponse(as_json(await turn.complete()), headers=turn.report.headers())
     finally:
         if not streaming:
             await held.release()
@@ -123,7 +198,7 @@ async def chat_completions(
 @router.get("/models", summary="The upstream's models", response_model=None, openapi_extra=READ)
 async def models(request: Request) -> Response:
     """The upstream's model list, as it answers it (an error's credentials redacted)."""
-    upstream = _upstream(request)
+    upstream = chat_upstream(request)
     status, body, content_type = await upstream.models()
     if status >= 400:
         body = redact(body, [upstream.settings.api_key])
@@ -172,7 +247,12 @@ def _flag(value: str | None, default: bool) -> bool:
     raise InvalidRequest(f"{SINGLE_SYSTEM_HEADER} must be true or false", SINGLE_SYSTEM_HEADER)
 
 
-def _upstream(request: Request) -> Upstream:
+def chat_upstream(request: Request) -> Upstream:
+    """The app's chat-completions upstream.
+
+    Raises:
+        NoUpstream: the server was started without one.
+    """
     upstream = getattr(request.app.state, "proxy", None)
     if not isinstance(upstream, Upstream):
         raise NoUpstream(
@@ -180,6 +260,15 @@ def _upstream(request: Request) -> Upstream:
             "or set ENGRAM_LLM_BASE_URL"
         )
     return upstream
+
+
+async def read_json(request: Request) -> dict[str, Any]:
+    """The request's body: a JSON object checked all through (:func:`.checks.read_body`).
+
+    Raises:
+        InvalidRequest: naming ``body`` or the path of the value at fault.
+    """
+    return read_body(await request.body())
 
 
 def own_scope(caller: Caller) -> str:
@@ -190,9 +279,14 @@ def own_scope(caller: Caller) -> str:
 
 async def _upstream_failed(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, UpstreamFailed)
-    upstream = _upstream(request)
+    state = request.app.state
+    keys = [
+        upstream.settings.api_key
+        for upstream in (getattr(state, "proxy", None), getattr(state, "anthropic", None))
+        if upstream is not None
+    ]
     return Response(
-        redact(exc.body, [upstream.settings.api_key]),
+        redact(exc.body, keys),
         status_code=exc.status,
         media_type=exc.content_type,
         headers=exc.headers,
