@@ -339,7 +339,7 @@ class TestBudget:
                 ]
             )
         fake_llm.reply("I cannot see enough to answer.")
-        budget, reserve = 1360, 600  # about 72 tokens of prompt once the schemas are set aside
+        budget, reserve = 1520, 600  # about 72 tokens of prompt once the schemas are set aside
         result = run_turn(chat, client, "Summarise everything. " * 30, budget=budget,
                           reserve=reserve, model=MODEL, max_rounds=6,
                           store_steps=store_steps)  # fmt: skip

@@ -17,6 +17,7 @@ exactly as the prompt will show them.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -84,6 +85,8 @@ class CompactionResult:
             or the important data.
         notes: Human-readable remarks (fallbacks, discards).
         state: The state now (committed, or as read).
+        citations_dropped: Ranges the summarizer cited outside what the fold may
+            cite (dropped from the state).
 
     """
 
@@ -96,6 +99,7 @@ class CompactionResult:
     degraded: bool = False
     notes: tuple[str, ...] = ()
     state: CompactionState | None = None
+    citations_dropped: int = 0
 
 
 def load_compaction_state(store: Store, scope: str, session: str) -> tuple[CompactionState, int]:
@@ -119,11 +123,16 @@ def load_compaction_state(store: Store, scope: str, session: str) -> tuple[Compa
     return parse_state(record.data), record.version
 
 
-def plan_state(state: CompactionState, *, extra_tokens: int = 0) -> PlanState:
-    """The planner's view of ``state``: fixed costs are ``extra_tokens`` plus important data."""
+def plan_state(
+    state: CompactionState, *, extra_tokens: int = 0, citations: bool = True
+) -> PlanState:
+    """The planner's view of ``state``: fixed costs are ``extra_tokens`` plus important data.
+
+    ``citations`` is the policy's: the sections are counted as the prompt shows them.
+    """
     important = 0
     summary = 0
-    for section in state_sections(state):
+    for section in state_sections(state, citations=citations):
         if section.title == SUMMARY_TITLE:
             summary = section_tokens(section.render())
         else:
@@ -220,7 +229,9 @@ def _cycle(
         notes = (state.reset_reason or "",)
         return CompactionResult(False, STATE_UNREADABLE, 0, version, 0, notes=notes, state=state)
     plan = plan_compaction(
-        policy, rows_from_messages(messages), plan_state(state, extra_tokens=extra_tokens)
+        policy,
+        rows_from_messages(messages),
+        plan_state(state, extra_tokens=extra_tokens, citations=policy.citations),
     )
     when = now or datetime.now(UTC)
     if plan is None:
@@ -245,7 +256,7 @@ def _cycle(
     _record_usage(store, scope, session, result.usage, when)
     if result.degraded:
         log.warning("compaction of %s/%s degraded: %s", scope, session, "; ".join(result.notes))
-    return _commit(
+    committed = _commit(
         store,
         scope,
         session,
@@ -256,6 +267,14 @@ def _cycle(
         result.degraded,
         result.notes,
     )
+    if result.citations_dropped:
+        log.info(
+            "compaction of %s/%s: %d cited range(s) outside the fold dropped",
+            scope,
+            session,
+            result.citations_dropped,
+        )
+    return dataclasses.replace(committed, citations_dropped=result.citations_dropped)
 
 
 def _record_usage(

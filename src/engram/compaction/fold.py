@@ -13,6 +13,11 @@ The engine does the I/O around it::
 
 Nothing here raises for a model failure: the summarizer falls back to the
 offline one, and ``degraded`` / ``notes`` say so: a failing model never fails the turn.
+
+Citations: the summarizer reads the previous summary as cited text and writes
+cited text; what it cites must be a folded message or something the previous
+state already cited. Other ranges are dropped and counted
+(``FoldResult.citations_dropped``).
 """
 
 from __future__ import annotations
@@ -21,25 +26,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from engram.compaction import data_cites
+from engram.compaction.citations import Cites, check_ranges, parse_cited, union
 from engram.compaction.exchange_sizes import compress_summary
 from engram.compaction.guard import bound_important, extract_safely, summarize_safely
 from engram.compaction.important import merge_important_data
 from engram.compaction.planner import CompactionPlan
 from engram.compaction.state import CompactionState
 from engram.compaction.summarizer import LLMSummarizer, Summarizer
-from engram.compaction.transcript import MessageLike, as_openai
+from engram.compaction.transcript import MessageLike, message_id
 from engram.errors import ConfigError
 from engram.llm.client import LLMResult
 
 
 @dataclass(frozen=True, slots=True)
 class FoldResult:
-    """The state to commit, the model calls to record, and what went wrong (if anything)."""
+    """The state to commit, the model calls to record, and what went wrong (if anything).
+
+    ``citations_dropped`` counts the ranges the summarizer cited outside what
+    the fold may cite (left out of the state).
+    """
 
     state: CompactionState
     usage: tuple[LLMResult, ...]
     degraded: bool
     notes: tuple[str, ...]
+    citations_dropped: int = 0
 
 
 def fold(
@@ -67,14 +79,17 @@ def fold(
         ConfigError: ``messages`` do not match the plan (a caller bug).
 
     """
-    ids = tuple(_id(m) for m in messages)
+    ids = tuple(message_id(m) for m in messages)
     if None not in ids and ids != plan.fold_ids:
         raise ConfigError(
             f"fold got messages {ids[:5]}... but the plan folds {plan.fold_ids[:5]}..."
         )
     notes: list[str] = []
     summary = summarize_safely(
-        summarizer, messages, previous_summary=state.summary or None, version=plan.next_version
+        summarizer,
+        messages,
+        previous_summary=state.cited_summary() or None,
+        version=plan.next_version,
     )
     important = extract_safely(summarizer, messages)
     usage = [*summary.usage, *important.usage]
@@ -96,11 +111,18 @@ def fold(
             notes.append(
                 f"summary compression fell back to truncation: {compressed.fallback_reason}"
             )
+    allowed = {i for i in ids if i is not None}
+    earlier = union(*state.summary_cites, data_cites.every_cite(state.important_cites))
+    paragraphs, dropped = _checked_paragraphs(text, allowed, earlier)
+    new_cites, lost = data_cites.check(important.cites, allowed, earlier)
+    merged = bound_important(merge_important_data(state.important_data, important.data))
     degraded = bool(notes)
     new_state = state.replace(
-        summary=text,
+        summary="\n\n".join(p for p, _ in paragraphs) if paragraphs else text.strip(),
+        summary_cites=tuple(c for _, c in paragraphs),
+        important_data=merged,
+        important_cites=data_cites.merge(state.important_cites, new_cites, merged),
         summary_version=plan.next_version,
-        important_data=bound_important(merge_important_data(state.important_data, important.data)),
         watermark=plan.new_watermark,
         messages_summarized_count=state.messages_summarized_count + len(plan.fold_ids),
         summarizer=summary.summarizer,
@@ -111,11 +133,17 @@ def fold(
         last_error=notes[-1] if notes else None,
         reset_reason=None,
     )
-    return FoldResult(new_state, tuple(usage), degraded, tuple(notes))
+    return FoldResult(new_state, tuple(usage), degraded, tuple(notes), dropped + lost)
 
 
-def _id(message: MessageLike) -> int | None:
-    value = getattr(message, "id", None)
-    if value is None:
-        value = as_openai(message).get("id")
-    return value if isinstance(value, int) else None
+def _checked_paragraphs(
+    text: str, allowed: set[int], earlier: Cites
+) -> tuple[list[tuple[str, Cites]], int]:
+    """The summary's paragraphs with only the ranges they may cite, and how many were dropped."""
+    out: list[tuple[str, Cites]] = []
+    dropped = 0
+    for paragraph, cites in parse_cited(text):
+        kept, lost = check_ranges(cites, allowed, earlier)
+        dropped += lost
+        out.append((paragraph, kept))
+    return out, dropped

@@ -77,6 +77,11 @@ class _EngramCollector(Collector):
             seconds.add_metric([outcome], spent)
         yield done
         yield seconds
+        yield CounterMetricFamily(
+            "engram_compaction_citations_dropped",
+            "Ranges summarizers cited outside the messages they folded (dropped).",
+            self._engram.compaction_metrics.citations_dropped,
+        )
 
 
 class ServerMetrics:

@@ -14,7 +14,9 @@ scope), the docstring is what the model reads. Compared with a plain chat-bot hi
 * ``get_message_by_id`` only finds messages of the caller's scope; one of
   another scope is "not found", exactly like a missing one;
 * extended context pages backwards with ``before_id`` instead of always
-  returning the same newest messages.
+  returning the same newest messages;
+* ``expand`` reads the messages a summary or important-data citation names
+  (``[#112-#140]``), verbatim, within a token limit.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
+from engram.compaction.citations import ids_text, parse_ranges
 from engram.errors import InvalidQuery, MessageNotFound, NotFound
 from engram.intake.checks import MAX_CONTENT_BYTES, MAX_MESSAGE_ID, timestamp
 from engram.limits import MAX_EXTENDED_CONTEXT
@@ -43,6 +46,13 @@ MAX_DATE_CHARS = 100
 NEIGHBOUR_CHARS = 400
 #: Largest token budget ``search_history`` packs its results into.
 MAX_PACKED_TOKENS = 32_000
+#: Longest citation ``expand`` accepts, in characters.
+MAX_CITE_CHARS = 500
+#: Tokens of messages ``expand`` returns by default, and at most.
+EXPAND_TOKENS = 2000
+MAX_EXPAND_TOKENS = 4000
+#: Messages ``expand`` reads per store call.
+_EXPAND_PAGE = 50
 
 RoleName = Literal["system", "user", "assistant", "tool"]
 
@@ -224,6 +234,51 @@ def get_message_by_id(
     out["content"] = message.content[offset:]
     _say_images(out, message)
     return out
+
+
+@tool(items_key="messages")
+def expand(
+    session: ToolSession,
+    ids: Annotated[str, Length(1, MAX_CITE_CHARS)],
+    max_tokens: Annotated[int, Range(100, MAX_EXPAND_TOKENS)] = EXPAND_TOKENS,
+) -> JSON:
+    """Read word for word the messages a summary citation such as [#112-#140] names.
+
+    Args:
+        session: The bound session (hidden from the model).
+        ids: The ids as shown, e.g. "#112-#140". Read on with the ids in "rest".
+        max_tokens: Most tokens of messages to return.
+    """
+    ranges = parse_ranges(ids)
+    if not ranges:
+        raise InvalidQuery(f"ids: write message ids as #12 or #12-#30, got {ids!r}")
+    zone = session.tz
+    found: list[Message] = []
+    used = 0
+    rest: list[tuple[int, int]] = []
+    for index, (low, high) in enumerate(ranges):
+        after: int | None = low - 1 if low > 1 else None
+        while not rest:
+            page = [m for m in session.messages(after_id=after, limit=_EXPAND_PAGE) if m.id <= high]
+            for message in page:
+                if found and used + message.tokens > max_tokens:
+                    rest.append((message.id, high))
+                    break
+                found.append(message)
+                used += message.tokens
+            if rest or len(page) < _EXPAND_PAGE:
+                break
+            after = page[-1].id
+        if rest:
+            rest.extend(ranges[index + 1 :])
+            break
+    return {
+        "ids": ids_text(ranges),
+        "session": session.id,
+        "count": len(found),
+        "rest": ids_text(tuple(rest)) or None,
+        "messages": [_full(message, zone) for message in found],
+    }
 
 
 @tool()

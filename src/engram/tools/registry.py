@@ -86,6 +86,10 @@ class ToolSession(Protocol):
         """The UTC range a date phrase means at ``as_of`` in the engine's time zone."""
         ...
 
+    def messages(self, *, after_id: int | None = None, limit: int = 100) -> list[Message]:
+        """The session's messages after ``after_id``, oldest first."""
+        ...
+
     def extended(self, count: int = 30, *, before_id: int | None = None) -> list[Message]:
         """Up to 50 messages before ``before_id``, oldest first."""
         ...
@@ -285,7 +289,8 @@ HISTORY_TOOLS_PROMPT = (
     "HISTORY TOOLS: To read older conversation, use the history tools you are given: "
     "search_history finds past messages by keywords, get_messages_by_date returns the "
     "messages of a day, get_extended_context loads more of the conversation, "
-    "get_message_by_id reads one message in full.\n"
+    "get_message_by_id reads one message in full, expand reads the messages a summary "
+    "citation such as [#112-#140] names.\n"
     "When the user asks about something that is not in your visible context, USE THE "
     "TOOLS. Don't guess or make up past conversations."
 )
