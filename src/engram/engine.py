@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from engram import app_documents, edits, searching, telemetry
+from engram import app_documents, forgetting, searching, telemetry
 from engram import scopes as scope_ops
 from engram.activity import Activity, scope_activity, session_activity
 from engram.apikeys import ApiKeys
@@ -39,6 +39,7 @@ from engram.llm.client import LLMClient
 from engram.memories import Memories, MemoryBudget, MemoryMetrics
 from engram.models import JSON, ROLES, Message, NewMessage, SearchHit, SessionInfo
 from engram.policy import Policy, get_policy
+from engram.receipts import Receipt
 from engram.runtime import MemoriesProvider, Runtime
 from engram.scopes import ScopeSummary
 from engram.search.when import moment
@@ -404,26 +405,30 @@ class Engram:
         self.runtime.prompts.drop(scope, session_id)
         return self.store.delete_session(scope, session_id)
 
-    def delete_message(self, message_id: int, scope: str = "default") -> list[Message]:
-        """Delete one stored message of ``scope`` (a tool call with its results); audited.
+    def delete_message(
+        self, message_id: int, scope: str = "default", *, rebuild: bool = False
+    ) -> Receipt:
+        """Forget one stored message of ``scope`` (a tool call with its results); the receipt.
+
+        See :meth:`Session.delete_message`.
 
         Raises:
             MessageNotFound: no such message in this scope.
 
         """
         found = self.message(message_id, scope)
-        return self.session(found.session, scope).delete_message(message_id)
+        return self.session(found.session, scope).delete_message(message_id, rebuild=rebuild)
 
-    def forget_scope(self, scope: str) -> dict[str, int]:
-        """Forget a scope ("forget this user"): delete everything it holds.
+    def forget_scope(self, scope: str) -> Receipt:
+        """Forget a scope ("forget this user"): delete everything it holds; the receipt.
 
         Every session, message, state, memory, audit entry and usage row of
-        the scope goes; the audit trail keeps one entry with the counts.
-        Returns how many ``sessions``, ``messages`` and ``memories`` were deleted.
+        the scope goes; the audit trail keeps one entry with the counts and
+        the receipt. ``receipt.counts`` says how many ``sessions``,
+        ``messages`` and ``memories`` were deleted.
         """
         check_id("scope", scope)
-        self.runtime.prompts.drop(scope)  # turns waiting to be logged would recreate sessions
-        return edits.forget_scope(self.store, scope)
+        return forgetting.forget_scope(self.runtime, scope)
 
     # -- compaction and memories ------------------------------------------------------
 

@@ -301,7 +301,9 @@ class TestCompactionAndMemories:
         assert edited["content"] == "Prefers bullet points."
         listed = api.get("/v1/scopes/app/memories").json()
         assert [m["id"] for m in listed["memories"]] == [memory["id"]]
-        assert api.delete(f"/v1/scopes/app/memories/{memory['id']}").json() == {"success": True}
+        deleted = api.delete(f"/v1/scopes/app/memories/{memory['id']}").json()
+        assert deleted["success"] is True and deleted["action"] == "memory_delete"
+        assert deleted["derived"][0]["ref"] == f"memory {memory['id']}"
         api.post("/v1/scopes/app/memories", json={"content": "Works in Paris."})
         api.post("/v1/scopes/app/memories", json={"content": "Ships on Fridays."})
         assert api.delete("/v1/scopes/app/memories").json() == {"success": True, "deletedCount": 2}
@@ -309,6 +311,38 @@ class TestCompactionAndMemories:
         assert events[0] == "purge" and "update" in events and "delete" in events
         missing = api.delete(f"/v1/scopes/app/memories/{memory['id']}")
         assert missing.status_code == 404 and missing.json()["error"]["type"] == "memory_not_found"
+
+
+class TestForgetting:
+    def test_a_deleted_message_comes_with_its_receipt(self, api: TestClient) -> None:
+        ids = _seed(api)
+        gone = api.delete(f"/v1/scopes/phoenix/messages/{ids[1]}", params={"rebuild": "true"})
+        assert gone.status_code == 200, gone.text
+        receipt = gone.json()
+        assert receipt["messages"] == [[ids[1], ids[1]]] and receipt["message_count"] == 1
+        assert receipt["rebuilt"] is True and receipt["session"] == "chat-1"
+        kinds = {line["kind"]: line["outcome"] for line in receipt["derived"]}
+        assert kinds["search_index"] == "removed"
+        assert "$14" not in gone.text
+        assert api.get(f"/v1/scopes/phoenix/messages/{ids[1]}").status_code == 404
+        again = api.delete(f"/v1/scopes/phoenix/messages/{ids[1]}")
+        assert again.status_code == 404 and again.json()["error"]["type"] == "message_not_found"
+        audit = api.get("/v1/scopes/phoenix/memories/audit").json()["events"]
+        assert audit[0]["receipt"]["messages"] == [[ids[1], ids[1]]]
+
+    def test_clear_and_forget_a_scope(self, api: TestClient) -> None:
+        _seed(api)
+        cleared = api.delete(MESSAGES)
+        assert cleared.status_code == 200 and cleared.json()["message_count"] == 3
+        assert api.get(MESSAGES).json()["messages"] == []
+        missing = api.delete("/v1/scopes/phoenix/sessions/nobody/messages")
+        assert missing.status_code == 404
+        _seed(api)
+        forgotten = api.post("/v1/scopes/phoenix/forget")
+        assert forgotten.status_code == 200, forgotten.text
+        assert forgotten.json()["counts"] == {"sessions": 1, "messages": 3, "memories": 0}
+        events = api.get("/v1/scopes/phoenix/memories/audit").json()["events"]
+        assert [e["event"] for e in events] == ["scope_forgotten"]
 
 
 class TestService:

@@ -27,6 +27,7 @@ BODIES: dict[str, Any] = {
     "/context": {"budget": 1000},
     "/compact": {},
     "/end": {},
+    "/forget": {},
     "/memories": {"content": "planted"},
     "/memories/{memory_id}": {"content": "changed"},
     "/sessions/{session}": {"policy": "lean"},

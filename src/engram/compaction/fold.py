@@ -33,7 +33,7 @@ from engram.compaction.guard import bound_important, extract_safely, summarize_s
 from engram.compaction.important import merge_important_data
 from engram.compaction.planner import CompactionPlan
 from engram.compaction.state import CompactionState
-from engram.compaction.summarizer import LLMSummarizer, Summarizer
+from engram.compaction.summarizer import OFFLINE_NAME, LLMSummarizer, Summarizer
 from engram.compaction.transcript import MessageLike, message_id
 from engram.errors import ConfigError
 from engram.llm.client import LLMResult
@@ -98,6 +98,7 @@ def fold(
             notes.append(f"model failed, offline fallback used: {output}")
     text = summary.text
     compressions = state.compressions
+    rewritten = False  # by a model compressing the summary
     if summary_max_bytes is not None and summary_target_bytes is not None:
         client = summarizer.client if isinstance(summarizer, LLMSummarizer) else None
         compressed = compress_summary(
@@ -107,6 +108,7 @@ def fold(
         if compressed.method != "none":
             text = compressed.text
             compressions += 1
+            rewritten = compressed.method.startswith("llm")
         if compressed.fallback_reason:
             notes.append(
                 f"summary compression fell back to truncation: {compressed.fallback_reason}"
@@ -122,6 +124,10 @@ def fold(
         summary_cites=tuple(c for _, c in paragraphs),
         important_data=merged,
         important_cites=data_cites.merge(state.important_cites, new_cites, merged),
+        exact_cites=(state.exact_cites or state.summary_version == 0)
+        and summary.summarizer == OFFLINE_NAME
+        and important.summarizer == OFFLINE_NAME
+        and not rewritten,
         summary_version=plan.next_version,
         watermark=plan.new_watermark,
         messages_summarized_count=state.messages_summarized_count + len(plan.fold_ids),

@@ -28,13 +28,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engram.compaction.citations import Cites, cited_text, read_cites, to_json
-from engram.compaction.important import empty_important_data, validate_important_data
+from engram.compaction.citations import Cites, cited_text, covers, read_cites, to_json
+from engram.compaction.important import empty_important_data, is_empty, validate_important_data
 from engram.errors import LLMBadResponse
 from engram.models import IMPORTED_ORIGIN, JSON
 
@@ -71,6 +71,9 @@ class CompactionState:
             (empty: the summary carries none, as before citations existed).
         important_cites: Important-data field -> item key -> citation, stored
             as ``[[low, high], ...]``.
+        exact_cites: Every version since the last reset was written offline, so
+            the citations name every message the text came from (a model's are
+            its claims).
 
     """
 
@@ -88,6 +91,33 @@ class CompactionState:
     reset_reason: str | None = None
     summary_cites: tuple[Cites, ...] = ()
     important_cites: JSON = field(default_factory=dict)
+    exact_cites: bool = True
+
+    def uses(self, ids: Collection[int]) -> tuple[bool, bool]:
+        """Whether the summary, and the important data, may hold text of messages ``ids``.
+
+        Only messages it covers (up to the watermark) can have fed a state. Exact
+        citations tell which did; otherwise (a model wrote a version, or a part
+        cites nothing) every covered message counts as used.
+        """
+        covered = [i for i in ids if 0 < i <= self.watermark]
+        if not covered or self.summary_version == 0:
+            return False, False
+        paragraphs = [cites for _, cites in self.paragraphs()]
+        summary = bool(self.summary.strip()) and (
+            not self.exact_cites
+            or not all(paragraphs)
+            or any(covers(cites, i) for cites in paragraphs for i in covered)
+        )
+        cited = [
+            read_cites(v) or () for items in self.important_cites.values() for v in items.values()
+        ]
+        important = not is_empty(self.important_data) and (
+            not self.exact_cites
+            or not cited
+            or any(covers(cites, i) for cites in cited for i in covered)
+        )
+        return summary, important
 
     def paragraphs(self) -> list[tuple[str, Cites]]:
         """The summary's paragraphs with their citations (none when they do not line up)."""
@@ -120,6 +150,7 @@ class CompactionState:
             "citations": {
                 "summary": [to_json(cites) for cites in self.summary_cites],
                 "important_data": self.important_cites,
+                "exact": self.exact_cites,
             },
         }
 
@@ -198,6 +229,8 @@ def _parse(data: Any) -> CompactionState:
         raise _Corrupt(f"summarizer is {type(summarizer).__name__}")
     last_error = data.get("last_error")
     summary_cites, important_cites = _citations(data.get("citations"), summary)
+    citations = data.get("citations")
+    exact = isinstance(citations, Mapping) and citations.get("exact") is True
     return CompactionState(
         summary=summary,
         summary_version=version,
@@ -212,6 +245,7 @@ def _parse(data: Any) -> CompactionState:
         last_error=last_error if isinstance(last_error, str) else None,
         summary_cites=summary_cites,
         important_cites=important_cites,
+        exact_cites=exact,
     )
 
 

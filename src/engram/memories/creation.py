@@ -184,9 +184,15 @@ def clean_memory_text(text: str) -> str:
 
 
 def extractive_memory(transcript: Sequence[Message]) -> str | None:
-    """One or two sentences of what was decided or learned, or None if nothing was.
+    """One or two sentences of what was decided or learned, or None (see :func:`written_from`)."""
+    found = written_from(transcript)
+    return found[0] if found is not None else None
 
-    The conversation's statements are ranked: decisions (the user's, and the
+
+def written_from(transcript: Sequence[Message]) -> tuple[str, list[int]] | None:
+    """One or two sentences of what was decided or learned, and the ids they came from.
+
+    None if nothing was. The conversation's statements are ranked: decisions (the user's, and the
     assistant's records of them) first, then the user's preferences, then the
     user's facts, each weighed by cue words (preferences, decisions, facts about
     the user and their work), numbers and length (what says more); among equals
@@ -215,7 +221,8 @@ def extractive_memory(transcript: Sequence[Message]) -> str | None:
         kept.append(other)
         break
     sentences = [_end_sentence(s.text) for s in sorted(kept, key=lambda s: s.order)]
-    return _bound(" ".join(sentences), MAX_CONTENT_CHARS)
+    ids = sorted({transcript[s.message].id for s in kept})
+    return _bound(" ".join(sentences), MAX_CONTENT_CHARS), ids
 
 
 def _memory_score(statement: Statement) -> float:

@@ -35,7 +35,7 @@ from engram.errors import ConfigError, LLMError, MemoryNotFound, StoreError
 from engram.llm import LLMClient, LLMResult
 from engram.llm.client import MAX_ATTEMPTS
 from engram.memories.budget import PURPOSE_COMPACT, MemoryBudget, is_pending
-from engram.memories.creation import extractive_memory, llm_memory, read_transcript
+from engram.memories.creation import llm_memory, read_transcript, written_from
 from engram.memories.eviction import (
     MAX_DECISION_TOKENS,
     Decision,
@@ -47,17 +47,22 @@ from engram.memories.eviction import (
 from engram.memories.metrics import MemoryMetrics
 from engram.memories.records import (
     DEFAULT_CAP,
+    SOURCES_KEY,
     CreatedMemory,
     Outcome,
     check_cap,
     check_content,
     check_metadata,
     find_duplicate,
+    memory_receipt,
+    merged_metadata,
+    source_ranges,
 )
 from engram.memories.rendering import format_memories
 from engram.memories.search import rank
 from engram.models import JSON, MemoryRecord, Message
 from engram.named_lock import NamedLock, named_lock
+from engram.receipts import Receipt
 from engram.store import Store
 from engram.store.base import MAX_PAGE
 
@@ -257,8 +262,8 @@ class Memories:
             telemetry.memory_written(traced, updated)
         return updated
 
-    def delete(self, memory_id: int) -> None:
-        """Delete one memory of this scope.
+    def delete(self, memory_id: int) -> Receipt:
+        """Delete one memory of this scope; the receipt says what followed.
 
         Raises:
             MemoryNotFound: no such memory in this scope.
@@ -268,8 +273,12 @@ class Memories:
         with traced, self._lock:
             if not self.store.delete_memory(self.scope, memory_id):
                 raise MemoryNotFound(f"no memory {memory_id} in scope {self.scope!r}")
-            self.store.add_audit(self.scope, {"event": "delete", "memory": memory_id})
+            receipt = memory_receipt(self.scope, memory_id)
+            self.store.add_audit(
+                self.scope, {"event": "delete", "memory": memory_id, "receipt": receipt.to_dict()}
+            )
             self.metrics.scope_size(self.scope, self.count())
+        return receipt
 
     def purge(self) -> int:
         """Delete every memory of the scope (the purge); the audit trail stays."""
@@ -306,10 +315,12 @@ class Memories:
         meta: JSON = {"related_sessions": [session]}
         if reason:
             meta["end_reason"] = reason
+        sources = [m.id for m in transcript]
         if self.llm is None:
-            text = extractive_memory(transcript)
-            if text is None:
+            found = written_from(transcript)
+            if found is None:
                 return Outcome("skipped", self.scope, session, detail="no user statement to keep")
+            text, sources = found
             meta["origin"] = "extractive"
         else:
             why = self.budget.exhausted(self.store, self.scope)
@@ -336,6 +347,7 @@ class Memories:
                 return Outcome("failed", self.scope, session, detail=str(exc))
             self.budget.charge(self.store, self.scope, session, result)
             meta["origin"] = f"llm:{result.model}"
+        meta[SOURCES_KEY] = source_ranges(session, sources, [m.id for m in transcript])
         record = self._create(text, session, meta)
         if record.status == "duplicate":
             return Outcome("duplicate", self.scope, session, memory=record.record())
@@ -512,8 +524,12 @@ class Memories:
         if decision.action == "delete":
             return self.store.delete_memory(self.scope, decision.target_id)
         assert new is not None and decision.new_content is not None  # validated
+        target = self.store.get_memory(self.scope, decision.target_id)
         merged = self.store.update_memory(
-            self.scope, decision.target_id, content=decision.new_content
+            self.scope,
+            decision.target_id,
+            content=decision.new_content,
+            metadata=merged_metadata(target.metadata, new.metadata) if target else None,
         )
         if merged is None:
             return False

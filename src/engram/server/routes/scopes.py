@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from engram.aio import offload
-from engram.server.convert import scope_out
+from engram.server.convert import receipt_out, scope_out
 from engram.server.deps import ADMIN, CallerDep, EngramDep, ScopePath, v1_router
-from engram.server.schemas import ScopeList, ScopeOut, ScopePurgedOut
+from engram.server.schemas import ReceiptOut, ScopeList, ScopeOut, ScopePurgedOut
 
 router = v1_router("scopes")
 
@@ -28,3 +28,12 @@ async def delete_scope(engram: EngramDep, scope: ScopePath) -> ScopePurgedOut:
     """Delete a whole scope: every session, message and memory (admin; the audit stays)."""
     gone = await offload(engram.purge_scope, scope)
     return ScopePurgedOut(success=True, sessions=gone["sessions"], memories=gone["memories"])
+
+
+@router.post("/scopes/{scope}/forget", response_model=ReceiptOut, openapi_extra=ADMIN)
+async def forget_scope(engram: EngramDep, scope: ScopePath) -> ReceiptOut:
+    """Forget a scope ("forget this user"): everything it holds, its audit trail too (admin).
+
+    One audit entry stays, with the counts and the receipt.
+    """
+    return receipt_out(await offload(engram.forget_scope, scope))
