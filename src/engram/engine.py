@@ -33,6 +33,7 @@ from engram.errors import (
     SessionNotFound,
     StoreError,
 )
+from engram.flags import FlagMetrics
 from engram.intake.checks import MAX_CONTENT_BYTES, optional_timestamp, roles_filter, text_field
 from engram.intake.validation import check_id
 from engram.llm.client import LLMClient
@@ -159,6 +160,11 @@ class Engram:
     def memory_metrics(self) -> MemoryMetrics:
         """Counters of memory work."""
         return self.runtime.memory_metrics
+
+    @property
+    def flag_metrics(self) -> FlagMetrics:
+        """Counts of recalled text that reads like instructions to a model (``/metrics``)."""
+        return self.runtime.flag_metrics
 
     @property
     def compaction_metrics(self) -> CompactionMetrics:
@@ -500,6 +506,7 @@ def open(
     memory_budget: MemoryBudget | None = None,
     run_jobs: bool | None = None,
     embeddings: bool | None = None,
+    flagged_text: str | None = None,
     config: Config | None = None,
     **store_options: Any,
 ) -> Engram:
@@ -512,7 +519,10 @@ def open(
     ``run_jobs=False`` (PostgreSQL only): enqueue background jobs but leave
     them to other processes' workers. ``embeddings=True`` (``ENGRAM_EMBEDDINGS``,
     the ``embeddings`` extra) embeds messages in the background for
-    ``Session.search(mode="semantic" | "hybrid")``. ``store_options`` go to the
+    ``Session.search(mode="semantic" | "hybrid")``. ``flagged_text``
+    (``ENGRAM_FLAGGED_TEXT``: ``exclude``, ``keep``, ``keep:scope,...``) says where text
+    that reads like instructions to a model is kept out of summaries and memories.
+    ``store_options`` go to the
     backend (PostgreSQL: ``timeout`` seconds to wait for a pooled connection,
     default 30; ``min_size``, ``max_size``). Other settings come from
     ``config``, else the environment (see :mod:`engram.config`); the arguments win.
@@ -523,6 +533,7 @@ def open(
         "memory_cap": memory_cap,
         "run_jobs": run_jobs,
         "embeddings": embeddings,
+        "flagged_text": flagged_text,
     }
     if config is None:
         config = Config.from_env(**given)

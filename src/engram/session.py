@@ -463,6 +463,10 @@ class Session(EditVerbs):
         """The long-term memories of this session's scope."""
         return self.runtime.memories(self.scope)
 
+    def record_flags(self, found: Iterable[str]) -> None:
+        """Count the flags of recalled text a tool handed to the model (``/metrics``)."""
+        self.runtime.flag_metrics.recalled(found)
+
     def record_usage(self, result: LLMResult) -> None:
         """Record a model call made for this session (tokens and cost)."""
         self._store.record_usage(self.scope, self.id, result.usage_record())

@@ -87,6 +87,8 @@ class CompactionResult:
         state: The state now (committed, or as read).
         citations_dropped: Ranges the summarizer cited outside what the fold may
             cite (dropped from the state).
+        flagged_out: Messages kept out of the summary because they read like
+            instructions to a model.
 
     """
 
@@ -100,6 +102,7 @@ class CompactionResult:
     notes: tuple[str, ...] = ()
     state: CompactionState | None = None
     citations_dropped: int = 0
+    flagged_out: int = 0
 
 
 def load_compaction_state(store: Store, scope: str, session: str) -> tuple[CompactionState, int]:
@@ -171,6 +174,7 @@ def compact_session(
     extra_tokens: int = 0,
     now: datetime | None = None,
     loaded: Loaded | None = None,
+    keep_flagged_out: bool = False,
 ) -> CompactionResult:
     """Run one compaction cycle of one session and commit it by compare-and-set.
 
@@ -186,6 +190,8 @@ def compact_session(
         now: Commit time (UTC); defaults to the current time.
         loaded: The state and rows the caller already read (saves a read;
             the compare-and-set still guards against anything newer).
+        keep_flagged_out: Keep messages that read like instructions to a model
+            out of the summary and important data (the scope's setting).
 
     Returns:
         What happened; ``committed`` is False when nothing was due or another
@@ -196,7 +202,9 @@ def compact_session(
         telemetry.conversation(scope, session),
         telemetry.span("engram.compaction", {"engram.policy": policy.name}) as traced,
     ):
-        result = _cycle(store, scope, session, policy, summarizer, extra_tokens, now, loaded)
+        result = _cycle(
+            store, scope, session, policy, summarizer, extra_tokens, now, loaded, keep_flagged_out
+        )
         if traced.recording:
             traced.set(
                 {
@@ -219,6 +227,7 @@ def _cycle(
     extra_tokens: int,
     now: datetime | None,
     loaded: Loaded | None,
+    keep_flagged_out: bool,
 ) -> CompactionResult:
     if loaded is None:
         state, version = load_compaction_state(store, scope, session)
@@ -252,6 +261,7 @@ def _cycle(
         now=when,
         summary_max_bytes=policy.summary_max_bytes,
         summary_target_bytes=policy.summary_target_bytes,
+        keep_flagged_out=keep_flagged_out,
     )
     _record_usage(store, scope, session, result.usage, when)
     if result.degraded:
@@ -274,7 +284,9 @@ def _cycle(
             session,
             result.citations_dropped,
         )
-    return dataclasses.replace(committed, citations_dropped=result.citations_dropped)
+    return dataclasses.replace(
+        committed, citations_dropped=result.citations_dropped, flagged_out=result.flagged_out
+    )
 
 
 def _record_usage(

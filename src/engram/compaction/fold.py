@@ -34,8 +34,9 @@ from engram.compaction.important import merge_important_data
 from engram.compaction.planner import CompactionPlan
 from engram.compaction.state import CompactionState
 from engram.compaction.summarizer import OFFLINE_NAME, LLMSummarizer, Summarizer
-from engram.compaction.transcript import MessageLike, message_id
+from engram.compaction.transcript import MessageLike, as_openai, message_id, text_of
 from engram.errors import ConfigError
+from engram.flags import flags
 from engram.llm.client import LLMResult
 
 
@@ -44,7 +45,8 @@ class FoldResult:
     """The state to commit, the model calls to record, and what went wrong (if anything).
 
     ``citations_dropped`` counts the ranges the summarizer cited outside what
-    the fold may cite (left out of the state).
+    the fold may cite (left out of the state); ``flagged_out`` the messages kept
+    from the summarizer because they read like instructions to a model.
     """
 
     state: CompactionState
@@ -52,6 +54,7 @@ class FoldResult:
     degraded: bool
     notes: tuple[str, ...]
     citations_dropped: int = 0
+    flagged_out: int = 0
 
 
 def fold(
@@ -63,6 +66,7 @@ def fold(
     now: datetime,
     summary_max_bytes: int | None = None,
     summary_target_bytes: int | None = None,
+    keep_flagged_out: bool = False,
 ) -> FoldResult:
     """Fold ``messages`` (exactly the plan's ``fold_ids``) into ``state``.
 
@@ -74,6 +78,9 @@ def fold(
         now: Commit time (UTC).
         summary_max_bytes: Compress the summary when over this.
         summary_target_bytes: ... down to this.
+        keep_flagged_out: Leave out of the summarizer's input the messages that read
+            like instructions to a model (:func:`engram.flags.flags`); they stay
+            stored and searchable, and the watermark passes them.
 
     Raises:
         ConfigError: ``messages`` do not match the plan (a caller bug).
@@ -84,6 +91,13 @@ def fold(
         raise ConfigError(
             f"fold got messages {ids[:5]}... but the plan folds {plan.fold_ids[:5]}..."
         )
+    kept = (
+        [m for m in messages if not flags(text_of(as_openai(m)))] if keep_flagged_out else messages
+    )
+    flagged_out = len(messages) - len(kept)
+    if not kept and messages:
+        return _passed(state, plan, now, flagged_out)
+    messages = kept
     notes: list[str] = []
     summary = summarize_safely(
         summarizer,
@@ -139,7 +153,22 @@ def fold(
         last_error=notes[-1] if notes else None,
         reset_reason=None,
     )
-    return FoldResult(new_state, tuple(usage), degraded, tuple(notes), dropped + lost)
+    return FoldResult(new_state, tuple(usage), degraded, tuple(notes), dropped + lost, flagged_out)
+
+
+def _passed(
+    state: CompactionState, plan: CompactionPlan, now: datetime, flagged: int
+) -> FoldResult:
+    """Every folded message was kept out: the state only moves its watermark past them."""
+    moved = state.replace(
+        watermark=plan.new_watermark,
+        messages_summarized_count=state.messages_summarized_count + len(plan.fold_ids),
+        summary_version=max(state.summary_version, 1) if state.summary else state.summary_version,
+        last_summarized_at=now,
+        compactions=state.compactions + 1,
+        reset_reason=None,
+    )
+    return FoldResult(moved, (), False, (), 0, flagged)
 
 
 def _checked_paragraphs(

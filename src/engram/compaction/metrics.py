@@ -37,6 +37,7 @@ class CompactionMetrics:
         self._counts = dict.fromkeys(OUTCOMES, 0)
         self._seconds = dict.fromkeys(OUTCOMES, 0.0)
         self._dropped = 0
+        self._flagged_out = 0
 
     def record(self, result: CompactionResult, seconds: float) -> None:
         """Count one compaction that took ``seconds`` (and the citations it dropped)."""
@@ -45,6 +46,13 @@ class CompactionMetrics:
             self._counts[kind] += 1
             self._seconds[kind] += seconds
             self._dropped += result.citations_dropped
+            self._flagged_out += result.flagged_out
+
+    @property
+    def flagged_kept_out(self) -> int:
+        """Messages kept out of summaries because they read like instructions to a model."""
+        with self._lock:
+            return self._flagged_out
 
     @property
     def citations_dropped(self) -> int:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from engram.compaction.statements import DECISION, FACT, PREFERENCE, Statement, statements
 from engram.compaction.transcript import format_transcript, split_sentences
 from engram.errors import LLMBadResponse
+from engram.flags import flags
 from engram.llm import LLMClient, LLMResult
 from engram.memories.budget import PURPOSE_CREATE
 from engram.memories.records import MAX_CONTENT_CHARS, TARGET_CHARS
@@ -143,6 +144,12 @@ def read_transcript(
         if len(rows) < _CHUNK:
             break
     return list(reversed(chosen))
+
+
+def without_flagged(transcript: Sequence[Message]) -> tuple[list[Message], int]:
+    """The transcript without messages that read like instructions to a model; how many went."""
+    kept = [m for m in transcript if not flags(m.content)]
+    return kept, len(transcript) - len(kept)
 
 
 def creation_messages(transcript: Sequence[Message]) -> list[dict[str, str]]:

@@ -27,6 +27,7 @@ from typing import Any
 
 from engram.compaction.citations import from_ids, read_cites, to_json, union
 from engram.errors import ConfigError, InvalidQuery
+from engram.flags import flags
 from engram.intake.checks import MAX_CONTENT_BYTES, json_value, text_field
 from engram.models import JSON, MemoryRecord
 from engram.receipts import MEMORY, REMOVED, Derived, Receipt
@@ -148,6 +149,21 @@ def merged_metadata(target: Mapping[str, Any], merged_in: Mapping[str, Any]) -> 
     if related:
         out["related_sessions"] = list(dict.fromkeys(r for r in related if isinstance(r, str)))
     return out
+
+
+def refuse_flagged(text: str) -> None:
+    """Refuse memory text that reads like instructions to a model, naming what it reads like.
+
+    Raises:
+        InvalidQuery: ``text`` is flagged (:func:`engram.flags.flags`).
+
+    """
+    found = flags(text)
+    if found:
+        raise InvalidQuery(
+            f"content: the memory reads like instructions to a model ({', '.join(found)}); "
+            "memories keep facts, not instructions"
+        )
 
 
 def memory_receipt(scope: str, memory_id: int) -> Receipt:

@@ -32,10 +32,12 @@ from typing import Any, TypeVar
 
 from engram import telemetry
 from engram.errors import ConfigError, LLMError, MemoryNotFound, StoreError
+from engram.flags import flags
 from engram.llm import LLMClient, LLMResult
 from engram.llm.client import MAX_ATTEMPTS
+from engram.memories.block import memory_block
 from engram.memories.budget import PURPOSE_COMPACT, MemoryBudget, is_pending
-from engram.memories.creation import llm_memory, read_transcript, written_from
+from engram.memories.creation import llm_memory, read_transcript, without_flagged, written_from
 from engram.memories.eviction import (
     MAX_DECISION_TOKENS,
     Decision,
@@ -56,9 +58,9 @@ from engram.memories.records import (
     find_duplicate,
     memory_receipt,
     merged_metadata,
+    refuse_flagged,
     source_ranges,
 )
-from engram.memories.rendering import format_memories
 from engram.memories.search import rank
 from engram.models import JSON, MemoryRecord, Message
 from engram.named_lock import NamedLock, named_lock
@@ -85,23 +87,6 @@ def scope_lock(store: Store, scope: str) -> NamedLock:
     live ``Memories`` object of the scope shares it; it is dropped when none is left.
     """
     return named_lock(store, store.url, f"memories:{scope}")
-
-
-def memory_block(
-    store: Store, scope: str, metrics: MemoryMetrics, *, label: str | None = None, tz: Any = None
-) -> str:
-    """The memory block of ``scope`` for its prompts ("" when it has none).
-
-    Counts one injection when there is something to inject. A function, not a
-    ``Memories`` method only: every ``context()`` calls it, and reading needs
-    neither the scope's write lock nor a model client.
-    """
-    memories = store.list_memories(scope)
-    text = format_memories(label or scope, memories, tz=tz)
-    if text:
-        metrics.incr("injections")
-        logger.debug("retrieved %d memories for scope %s", len(memories), scope)
-    return text
 
 
 def bounded_client(llm: LLMClient, timeout: float) -> LLMClient:
@@ -132,6 +117,7 @@ class Memories:
         budget: MemoryBudget | None = None,
         metrics: MemoryMetrics | None = None,
         label: str | None = None,
+        keep_flagged_out: bool = False,
     ) -> None:
         """Bind the memories of ``scope``; nothing is read or written yet.
 
@@ -146,6 +132,9 @@ class Memories:
             budget: Energy budget shared by the engine (default: unlimited).
             metrics: Counters shared by the engine (default: private ones).
             label: Scope name shown in the prompt (default: the scope id).
+            keep_flagged_out: Keep text that reads like instructions to a model
+                out of memories: such messages are left out of the conversation a
+                memory is written from, and such memories are refused.
 
         Raises:
             ConfigError: bad cap or timeout.
@@ -161,6 +150,7 @@ class Memories:
         self.budget = budget if budget is not None else MemoryBudget()
         self.metrics = metrics if metrics is not None else MemoryMetrics()
         self.label = label or scope
+        self.keep_flagged_out = keep_flagged_out
         self._lock = scope_lock(store, scope)
 
     def __repr__(self) -> str:
@@ -234,7 +224,7 @@ class Memories:
             StoreError: the store failed twice.
 
         """
-        return self._create(check_content(content), source_session, check_metadata(metadata))
+        return self._create(self._unflagged(content), source_session, check_metadata(metadata))
 
     def update(
         self,
@@ -251,6 +241,8 @@ class Memories:
         """
         text = check_content(content) if content is not None else None
         meta = check_metadata(metadata) if metadata is not None else None
+        if content is not None:
+            self._unflagged(content)
         traced = telemetry.memory_span("update_memory", self.scope, record=str(memory_id), count=1)
         with traced, self._lock:
             updated = self.store.update_memory(self.scope, memory_id, content=text, metadata=meta)
@@ -310,6 +302,9 @@ class Memories:
 
         """
         transcript = read_transcript(self._reader(session))
+        if self.keep_flagged_out:
+            transcript, flagged = without_flagged(transcript)
+            self.metrics.incr("flagged_kept_out", flagged)
         if not transcript:
             return Outcome("skipped", self.scope, session, detail="the conversation is empty")
         meta: JSON = {"related_sessions": [session]}
@@ -348,6 +343,9 @@ class Memories:
             self.budget.charge(self.store, self.scope, session, result)
             meta["origin"] = f"llm:{result.model}"
         meta[SOURCES_KEY] = source_ranges(session, sources, [m.id for m in transcript])
+        if self.keep_flagged_out and flags(text):
+            self.metrics.incr("flagged_kept_out")
+            return Outcome("skipped", self.scope, session, detail="it read like instructions")
         record = self._create(text, session, meta)
         if record.status == "duplicate":
             return Outcome("duplicate", self.scope, session, memory=record.record())
@@ -385,6 +383,14 @@ class Memories:
         return outcomes
 
     # -- internals --------------------------------------------------------------------
+
+    def _unflagged(self, content: object) -> str:
+        """Checked content, refused when it reads like instructions and the scope says so."""
+        text = check_content(content)
+        if self.keep_flagged_out and flags(text):
+            self.metrics.incr("flagged_kept_out")
+            refuse_flagged(text)
+        return text
 
     def _create(self, text: str, session: str | None, meta: JSON) -> CreatedMemory:
         """Add unless repeated, then compact to the cap (traced as ``upsert_memory``)."""

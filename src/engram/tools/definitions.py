@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo
 
 from engram.compaction.citations import ids_text, parse_ranges
 from engram.errors import InvalidQuery, MessageNotFound, NotFound
+from engram.flags import flags
 from engram.intake.checks import MAX_CONTENT_BYTES, MAX_MESSAGE_ID, timestamp
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.models import JSON, Message, SearchHit
@@ -57,7 +58,7 @@ _EXPAND_PAGE = 50
 RoleName = Literal["system", "user", "assistant", "tool"]
 
 
-@tool(items_key="results")
+@tool(items_key="results", recalls=True)
 def search_history(
     session: ToolSession,
     query: Annotated[str, Length(1, MAX_QUERY_CHARS)],
@@ -130,6 +131,8 @@ def _partner(hit: SearchHit, shown: set[int]) -> JSON | None:
     out: JSON = {"id": hit.partner.id, "role": hit.partner.role}
     if hit.partner.id not in shown:
         out["snippet"] = hit.partner_snippet
+        if found := flags(hit.partner.content):
+            out["flags"] = list(found)
     return out
 
 
@@ -138,7 +141,7 @@ def _moment(as_of: str | None) -> datetime | None:
     return None if as_of is None else timestamp(as_of, field="as_of", error=InvalidQuery)
 
 
-@tool(items_key="messages")
+@tool(items_key="messages", recalls=True)
 def get_messages_by_date(
     session: ToolSession,
     date: Annotated[str, Length(1, MAX_DATE_CHARS)],
@@ -172,7 +175,7 @@ def get_messages_by_date(
     }
 
 
-@tool(items_key="messages", drop_from="start")
+@tool(items_key="messages", drop_from="start", recalls=True)
 def get_extended_context(
     session: ToolSession,
     count: Annotated[int, Range(1, MAX_EXTENDED_CONTEXT)] = 30,
@@ -198,7 +201,7 @@ def get_extended_context(
     }
 
 
-@tool()
+@tool(recalls=True)
 def get_message_by_id(
     session: ToolSession,
     message_id: Annotated[int, Range(1, MAX_MESSAGE_ID)],
@@ -236,7 +239,7 @@ def get_message_by_id(
     return out
 
 
-@tool(items_key="messages")
+@tool(items_key="messages", recalls=True)
 def expand(
     session: ToolSession,
     ids: Annotated[str, Length(1, MAX_CITE_CHARS)],
@@ -301,6 +304,9 @@ def _head(message: Message, zone: ZoneInfo) -> JSON:
     if message.name:
         out["name"] = message.name
     out["created_at"] = _local(message.created_at, zone)
+    found = flags(message.content)
+    if found:
+        out["flags"] = list(found)  # it reads like instructions: a record, never to follow
     return out
 
 
