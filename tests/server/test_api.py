@@ -283,6 +283,10 @@ class TestCompactionAndMemories:
         done = api.post("/v1/scopes/p/sessions/s/compact", json={}).json()
         state = api.get("/v1/scopes/p/sessions/s/compaction").json()
         assert state["summary_version"] >= 1 and state["watermark"] == done["watermark"] > 0
+        paragraphs = state["summary"].split("\n\n")
+        assert len(state["citations"]["summary"]) == len(paragraphs)
+        assert all(low <= high <= state["watermark"] for c in state["citations"]["summary"]
+                   for low, high in c)  # fmt: skip
         assert api.get("/v1/scopes/p/sessions/s/agent-state").json()["facts"] == []
         ended = api.post("/v1/scopes/p/sessions/s/end", json={"reason": "done"})
         assert ended.status_code == 202

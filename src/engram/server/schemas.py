@@ -386,6 +386,12 @@ class CompactionStateOut(BaseModel):
     llm_failures: int
     compressions: int
     last_error: str | None
+    citations: JSONObject = Field(
+        default_factory=dict,
+        description="summary: one list of [low, high] id ranges per paragraph (paragraphs are "
+        "separated by blank lines); important_data: field -> item -> ranges; exact: every "
+        "version was written offline",
+    )
 
 
 class EndIn(BaseModel):
