@@ -22,7 +22,6 @@ No line ever holds the forgotten text.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import re
 from collections.abc import Sequence
 
@@ -30,12 +29,13 @@ from engram.agent_state import AgentState
 from engram.compaction.citations import covers, read_cites
 from engram.compaction.important import is_empty
 from engram.compaction.state import CompactionState
-from engram.errors import StoreError
+from engram.errors import Contention, MemoryNotFound
 from engram.memories.records import SOURCES_KEY
 from engram.memories.service import Memories
 from engram.models import MemoryRecord, Message
 from engram.receipts import (
     AGENT_STATE,
+    FAILED,
     IMPORTANT_DATA,
     MEMORY,
     PENDING,
@@ -57,7 +57,6 @@ from engram.sections.tool_cache import (
 from engram.statedoc import compare_and_set
 from engram.store import Store
 
-log = logging.getLogger("engram")
 
 #: Words in a row two texts must share for one to quote the other.
 QUOTE_WORDS = 6
@@ -65,6 +64,8 @@ QUOTE_WORDS = 6
 MIN_QUOTED_WORDS = 3
 
 _WORD = re.compile(r"\w+")
+#: The detail of an entry other writers kept changing.
+_BUSY = "other writers kept changing it, so it still quotes the message: remove it by hand"
 
 
 def quotes(text: str, sources: Sequence[str]) -> bool:
@@ -144,7 +145,10 @@ def agent_state_lines(store: Store, scope: str, session: str, texts: list[str]) 
     found = _quoting_entries(state, texts)
     if not found:
         return [Derived(AGENT_STATE, "entries", UNCHANGED, "no entry quotes the messages")]
-    update_agent_state(store, scope, session, lambda current: _without(current, texts))
+    try:
+        update_agent_state(store, scope, session, lambda current: _without(current, texts))
+    except Contention:
+        return [Derived(AGENT_STATE, ref, FAILED, _BUSY) for ref in found]
     return [Derived(AGENT_STATE, ref, REMOVED, "it quoted a forgotten message") for ref in found]
 
 
@@ -203,7 +207,10 @@ def tool_cache_lines(store: Store, scope: str, session: str, gone: list[Message]
         )
         return saved is not None
 
-    compare_and_set(load, change, save, what=f"tool cache of {scope}/{session}")
+    try:
+        compare_and_set(load, change, save, what=f"tool cache of {scope}/{session}")
+    except Contention:
+        return [Derived(TOOL_CACHE, f"entry {key}", FAILED, _BUSY) for key in doomed]
     return [
         Derived(
             TOOL_CACHE, f"entry {key}", REMOVED, "its call or result was deleted, or it quoted one"
@@ -241,9 +248,8 @@ def memory_lines(
     for memory in used:
         try:
             memories.delete(memory.id)
-        except StoreError as exc:  # pragma: no cover - reported, never silent
-            log.error("memory %s could not be removed: %s", memory.id, exc)
-            raise
+        except MemoryNotFound:
+            pass  # deleted meanwhile: gone all the same
         out.append(_rebuilt(memories, session, memory) if rebuild else _removed(memory))
     if total > len(used):
         kept = total - len(used)

@@ -9,7 +9,9 @@ rows) saying what happened to it:
 * :data:`REBUILT`: made again from what remains (before the call returned);
 * :data:`PENDING`: marked stale, rebuilt from what remains at the next turn;
 * :data:`REMOVED`: it held the forgotten text and is gone;
-* :data:`UNCHANGED`: it did not use the forgotten messages.
+* :data:`UNCHANGED`: it did not use the forgotten messages;
+* :data:`FAILED`: it could not be changed (other writers kept changing it): the
+  detail says what to do.
 
 A receipt never holds the forgotten text: ``to_dict`` (what the audit trail,
 REST and the CLI show) names things by ids, versions and counts only. The
@@ -30,8 +32,9 @@ REBUILT = "rebuilt"
 PENDING = "rebuild pending"
 REMOVED = "removed"
 UNCHANGED = "unchanged"
+FAILED = "failed"
 #: Outcomes, in the order a receipt lists them.
-OUTCOMES = (REMOVED, REBUILT, PENDING, UNCHANGED)
+OUTCOMES = (REMOVED, REBUILT, PENDING, UNCHANGED, FAILED)
 
 # What a line is about.
 SUMMARY = "summary"
@@ -53,7 +56,8 @@ class Derived:
     Attributes:
         kind: What it is (:data:`KINDS`).
         ref: Which one, by id or version (``"version 4"``, ``"memory 12"``), never its text.
-        outcome: :data:`REBUILT`, :data:`PENDING`, :data:`REMOVED` or :data:`UNCHANGED`.
+        outcome: :data:`REBUILT`, :data:`PENDING`, :data:`REMOVED`, :data:`UNCHANGED`
+            or :data:`FAILED`.
         detail: Why, in words.
 
     """
@@ -127,6 +131,7 @@ def ordered(lines: list[Derived]) -> tuple[Derived, ...]:
 
 __all__ = [
     "AGENT_STATE",
+    "FAILED",
     "IMPORTANT_DATA",
     "KINDS",
     "MEMORY",
