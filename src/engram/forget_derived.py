@@ -57,7 +57,6 @@ from engram.sections.tool_cache import (
 from engram.statedoc import compare_and_set
 from engram.store import Store
 
-
 #: Words in a row two texts must share for one to quote the other.
 QUOTE_WORDS = 6
 #: A whole forgotten message this short or longer (in words) found inside a text is quoted.
