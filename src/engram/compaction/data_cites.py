@@ -31,8 +31,11 @@ from engram.compaction.citations import (
 from engram.compaction.important import DICT_KEYS, LIST_KEYS, Sources, cite_key
 from engram.models import JSON
 
-#: Ranges of one item's citation the prompt shows (a name mentioned all along cites many).
-PROMPT_RANGES = 3
+#: Ranges of one item's citation the prompt shows (the rest stay stored: ``[#4, #9, …]``).
+PROMPT_RANGES = 2
+#: Fields whose citations the prompt leaves out: a name is mentioned all along, and its
+#: mentions cost more prompt than they tell (they stay stored, and the dashboard shows them).
+UNCITED_IN_PROMPT = frozenset({"entities"})
 
 #: Told to a model with the extraction prompt, when the transcript shows ids.
 DATA_CITE_INSTRUCTIONS = (
@@ -199,9 +202,14 @@ def every_cite(cites: Mapping[str, Any]) -> Cites:
 
 
 def decorate(data: Mapping[str, Any], cites: Mapping[str, Any]) -> JSON:
-    """A copy of ``data`` whose cited values end with their markers (for the prompt)."""
+    """A copy of ``data`` whose cited values end with their markers (for the prompt).
+
+    At most :data:`PROMPT_RANGES` ranges per item; :data:`UNCITED_IN_PROMPT` fields none.
+    """
     out: JSON = copy.deepcopy(dict(data))
     for name in LIST_KEYS:
+        if name in UNCITED_IN_PROMPT:
+            continue
         stored = cites.get(name) or {}
         out[name] = [_marked(item, stored.get(cite_key(item))) for item in out.get(name) or []]
     for name in DICT_KEYS:
