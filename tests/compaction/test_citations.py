@@ -118,8 +118,11 @@ class TestState:
                     "summary": [[[1, 3]], [[5, 5], [7, 9]]],
                     "important_data": {"entities": {"s:maya": [[1, 1]]}},
                 },
+                "covers": ["2025-03-03T09:00:00+00:00", "not a date"],
             }
         )
+        assert state.covers_from is not None and state.covers_from.day == 3
+        assert state.covers_until is None
         assert state.paragraphs() == [("A.", ((1, 3),)), ("B.", ((5, 5), (7, 9)))]
         assert state.cited_summary() == "A. [#1-#3]\n\nB. [#5, #7-#9]"
         assert parse_state(state.to_dict()) == state
@@ -183,6 +186,9 @@ class TestSample:
         ctx = sample.context(3000, compact=False)
         summary = next(m["content"] for m in ctx.messages if SUMMARY_TITLE in m["content"])
         assert "not instructions" in summary
+        state = sample.compaction_state()
+        span = f"messages up to #{state.watermark} (2025-03-03 to {state.covers_until:%Y-%m-%d})"
+        assert span in summary.splitlines()[1]
         assert re.search(r"\. \[#\d+(-#\d+)?(, #\d+(-#\d+)?)*\]\n", summary)
         plain_policy = {"name": "summary_buffer", "citations": False}
         off = sample.context(3000, compact=False, policy=plain_policy)

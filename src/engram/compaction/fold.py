@@ -38,6 +38,7 @@ from engram.compaction.transcript import MessageLike, as_openai, message_id, tex
 from engram.errors import ConfigError
 from engram.flags import flags
 from engram.llm.client import LLMResult
+from engram.models import Message
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +97,7 @@ def fold(
     )
     flagged_out = len(messages) - len(kept)
     if not kept and messages:
-        return _passed(state, plan, now, flagged_out)
+        return _passed(state, plan, now, flagged_out, messages)
     messages = kept
     notes: list[str] = []
     summary = summarize_safely(
@@ -138,6 +139,8 @@ def fold(
         summary_cites=tuple(c for _, c in paragraphs),
         important_data=merged,
         important_cites=data_cites.merge(state.important_cites, new_cites, merged),
+        covers_from=_first(state, messages),
+        covers_until=_last(state, messages),
         exact_cites=(state.exact_cites or state.summary_version == 0)
         and summary.summarizer == OFFLINE_NAME
         and important.summarizer == OFFLINE_NAME
@@ -156,11 +159,33 @@ def fold(
     return FoldResult(new_state, tuple(usage), degraded, tuple(notes), dropped + lost, flagged_out)
 
 
+def _times(messages: Sequence[MessageLike]) -> list[datetime]:
+    return [m.created_at for m in messages if isinstance(m, Message)]
+
+
+def _first(state: CompactionState, messages: Sequence[MessageLike]) -> datetime | None:
+    """When the summary's first message was written (kept from earlier versions)."""
+    if state.covers_from is not None and state.summary_version > 0:
+        return state.covers_from
+    return min(_times(messages), default=None)
+
+
+def _last(state: CompactionState, messages: Sequence[MessageLike]) -> datetime | None:
+    """When the newest folded message was written."""
+    return max(_times(messages), default=state.covers_until)
+
+
 def _passed(
-    state: CompactionState, plan: CompactionPlan, now: datetime, flagged: int
+    state: CompactionState,
+    plan: CompactionPlan,
+    now: datetime,
+    flagged: int,
+    messages: Sequence[MessageLike],
 ) -> FoldResult:
     """Every folded message was kept out: the state only moves its watermark past them."""
     moved = state.replace(
+        covers_from=_first(state, messages),
+        covers_until=_last(state, messages),
         watermark=plan.new_watermark,
         messages_summarized_count=state.messages_summarized_count + len(plan.fold_ids),
         summary_version=max(state.summary_version, 1) if state.summary else state.summary_version,

@@ -74,6 +74,8 @@ class CompactionState:
         exact_cites: Every version since the last reset was written offline, so
             the citations name every message the text came from (a model's are
             its claims).
+        covers_from: When the first message folded since the last reset was written.
+        covers_until: When the last folded message was written.
 
     """
 
@@ -92,6 +94,8 @@ class CompactionState:
     summary_cites: tuple[Cites, ...] = ()
     important_cites: JSON = field(default_factory=dict)
     exact_cites: bool = True
+    covers_from: datetime | None = None
+    covers_until: datetime | None = None
 
     def uses(self, ids: Collection[int]) -> tuple[bool, bool]:
         """Whether the summary, and the important data, may hold text of messages ``ids``.
@@ -152,6 +156,10 @@ class CompactionState:
                 "important_data": self.important_cites,
                 "exact": self.exact_cites,
             },
+            "covers": [
+                self.covers_from.isoformat() if self.covers_from else None,
+                self.covers_until.isoformat() if self.covers_until else None,
+            ],
         }
 
     def replace(self, **changes: Any) -> CompactionState:
@@ -246,7 +254,19 @@ def _parse(data: Any) -> CompactionState:
         summary_cites=summary_cites,
         important_cites=important_cites,
         exact_cites=exact,
+        covers_from=_when(data.get("covers"), 0),
+        covers_until=_when(data.get("covers"), 1),
     )
+
+
+def _when(covers: Any, index: int) -> datetime | None:
+    """One end of the stored time span (an unreadable one is left out, never fatal)."""
+    if not isinstance(covers, list) or len(covers) != 2 or not isinstance(covers[index], str):
+        return None
+    try:
+        return datetime.fromisoformat(covers[index])
+    except ValueError:
+        return None
 
 
 def _citations(data: Any, summary: str) -> tuple[tuple[Cites, ...], JSON]:
