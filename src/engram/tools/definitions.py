@@ -33,7 +33,7 @@ from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.models import JSON, Message, SearchHit
 from engram.searching import MAX_NEIGHBOURS
 from engram.tools.packing import Entry, pack
-from engram.tools.registry import ToolSession, tool
+from engram.tools.registry import RECORDS_NOTE, ToolSession, tool
 from engram.tools.results import MIN_RESULT_TOKENS
 from engram.tools.schema import Length, Range
 
@@ -114,7 +114,8 @@ def search_history(
         if all_sessions:
             item["session"] = hit.message.session
         entries.append(Entry(item, _partner(hit, shown), [_brief(m, zone) for m in hit.context]))
-    out: JSON = {"query": query}
+    # The records statement heads the result here, so packing counts it.
+    out: JSON = {"about": RECORDS_NOTE, "session": session.id, "query": query}
     if start is not None and end is not None:
         out["from"], out["until"] = _local(start, zone), _local(end, zone)
     if max_tokens is not None:

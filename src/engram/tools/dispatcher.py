@@ -89,7 +89,8 @@ def dispatch(
         values = validate(tool, decode_arguments(arguments), also_accepts=also_accepts)
         result = tool.func(session, **values)
         if tool.recalls:
-            result = {"about": RECORDS_NOTE, "session": session.id, **result}
+            if "about" not in result:  # a tool that packs to a size heads its result itself
+                result = {"about": RECORDS_NOTE, "session": session.id, **result}
             _count_flags(session, result)
         capped = cap_result(
             result,
