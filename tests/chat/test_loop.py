@@ -289,7 +289,7 @@ class TestBudget:
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
     @given(
-        budget=st.integers(min_value=1400, max_value=9000),
+        budget=st.integers(min_value=1600, max_value=9000),
         reserve=st.integers(min_value=0, max_value=600),
         filler=st.integers(min_value=0, max_value=25),
         size=st.integers(min_value=0, max_value=40),
