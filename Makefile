@@ -59,11 +59,13 @@ test-fast: $(STAMP)
 # proxy adds to a completion on a 100K-message session, and 8 threads writing to one
 # jsondir store beside SQLite, the time `import engram` takes, and what a fresh process pays
 # to open a store, run `engram stats` and answer an MCP client's `initialize`.
+# Also the instruction-flag error rates on their written corpus (benchmarks/flagging.py).
 bench: $(VENV)/.bench-installed
 	$(BIN)/python -m benchmarks.run
 	$(BIN)/python -m benchmarks.run --backends sqlite,postgres --sizes 1000,10000,100000 --name core-sqlite-postgres
 	$(BIN)/python -m benchmarks.savings
 	$(BIN)/python -m benchmarks.summary_quality
+	$(BIN)/python -m benchmarks.flagging
 	$(BIN)/python -m benchmarks.server_load
 	$(BIN)/python -m benchmarks.retrieval.run --backends sqlite,postgres
 	$(BIN)/python -m benchmarks.agents_session

@@ -362,9 +362,9 @@ def _markdown(result: dict[str, Any], before: dict[str, Any] | None) -> str:
     for key in SERVED_KEYS:
         old = f"{_served_cell(old_served, key)} | " if old_served else ""
         lines.append(f"| {key.replace('_', ' ')} | {old}{_served_cell(served, key)} |")
-    lines += ["", "Summary now:", "", "> " + served["summary"], ""]
+    lines += ["", "Summary now:", "", _quoted(served["summary"]), ""]
     if old_served:
-        lines += ["Summary before:", "", "> " + old_served["summary"], ""]
+        lines += ["Summary before:", "", _quoted(old_served["summary"]), ""]
     lines += ["Memory now: " + (served["memory"] or "(none)")]
     if old_served:
         lines += ["", "Memory before: " + (old_served["memory"] or "(none)")]
@@ -395,7 +395,7 @@ def _markdown(result: dict[str, Any], before: dict[str, Any] | None) -> str:
             "",
             f"Example ({name}, one cycle):",
             "",
-            "> " + row["summary_one_cycle"],
+            _quoted(row["summary_one_cycle"]),
             "",
             "Memory: " + (row["memory"] or "(none)"),
         ]
@@ -423,6 +423,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     (RESULTS / f"{stem}.md").write_text(_markdown(result, before))
     print(json.dumps(result["totals"], indent=2))
     return result
+
+
+def _quoted(text: str) -> str:
+    """A Markdown block quote of every paragraph (summaries are cited paragraphs)."""
+    return "\n".join("> " + line if line else ">" for line in text.split("\n"))
 
 
 if __name__ == "__main__":

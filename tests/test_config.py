@@ -24,6 +24,7 @@ def test_every_field_is_a_setting_read_from_its_own_variable() -> None:
         "ENGRAM_PROXY_MAX_ROUNDS": "2",
         "ENGRAM_PROXY_RETRY_WINDOW": "0",
         "ENGRAM_PROXY_SINGLE_SYSTEM": "yes",
+        "ENGRAM_FLAGGED_TEXT": "keep:lab",
     }
     assert sorted(s.env for s in SETTINGS.values()) == sorted(env)
     assert Config.from_env(env) == Config(
@@ -38,6 +39,7 @@ def test_every_field_is_a_setting_read_from_its_own_variable() -> None:
         proxy_max_rounds=2,
         proxy_retry_window=0.0,
         proxy_single_system=True,
+        flagged_text="keep:lab",
     )
     assert Config.from_env({}) == Config()
 

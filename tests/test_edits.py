@@ -116,7 +116,7 @@ class TestDelete:
     def test_delete_one_message_on_the_engram_facade(self, mem: Engram) -> None:
         s = chat(mem)
         question = s.messages()[0]
-        assert [m.id for m in mem.delete_message(question.id)] == [question.id]
+        assert [m.id for m in mem.delete_message(question.id).messages] == [question.id]
         assert contents(s) == ["Sydney."]
         with pytest.raises(MessageNotFound):
             mem.message(question.id)
@@ -129,14 +129,14 @@ class TestDelete:
         s.add("tool", "sunny", tool_call_id="call_1")
         s.add("assistant", "Sunny.")
         result = s.messages()[-2]
-        gone = s.delete_message(result.id)
+        gone = s.delete_message(result.id).messages
         assert [m.role for m in gone] == ["assistant", "tool"]
         assert contents(s) == ["What is the capital of Australia?", "Sydney.", "Sunny."]
 
     def test_clear_keeps_the_session_and_its_policy(self, mem: Engram) -> None:
         s = mem.session("s", policy="summary_buffer")
         s.add("user", "remember the kumquat")
-        assert s.clear() == 1
+        assert s.clear().message_count == 1
         assert contents(s) == [] and s.search("kumquat") == []
         assert mem.session("s").policy.name == "summary_buffer"
         info = s.info()
@@ -150,7 +150,7 @@ class TestDelete:
         chat(mem, "b", "user-1")
         kept = chat(mem, "a", "user-2")
         mem.memories("user-1").create("User thinks Sydney is the capital.")
-        counts = mem.forget_scope("user-1")
+        counts = mem.forget_scope("user-1").counts
         assert counts == {"sessions": 2, "messages": 4, "memories": 1}
         assert mem.sessions("user-1") == [] and mem.search("Sydney", "user-1") == []
         assert mem.memories("user-1").list() == []

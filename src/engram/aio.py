@@ -136,6 +136,7 @@ class AsyncSession(_Threaded[Session]):
     title = _threaded(Session.title)
     message = _threaded(Session.message)
     record_usage = _threaded(Session.record_usage)
+    record_flags = _threaded(Session.record_flags)
     # edit and regenerate
     pop_answer = _threaded(Session.pop_answer)
     replace_answer = _threaded(Session.replace_answer)

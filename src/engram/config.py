@@ -79,6 +79,17 @@ def _flag(raw: str) -> bool:
     raise ValueError("must be true or false")
 
 
+def _flagged(raw: str) -> str:
+    """``exclude`` or ``keep``, alone or followed by the scopes it is for (``keep:lab,qa``)."""
+    mode, _, scopes = raw.strip().partition(":")
+    if mode.strip().lower() not in {"exclude", "keep"}:
+        raise ValueError("must be exclude or keep, optionally followed by :scope,scope")
+    names = [name.strip() for name in scopes.split(",") if name.strip()]
+    if scopes and not names:
+        raise ValueError("names no scope after the colon")
+    return mode.strip().lower() + (":" + ",".join(names) if names else "")
+
+
 def _zone(raw: str) -> str:
     try:
         ZoneInfo(raw)
@@ -163,6 +174,22 @@ class Config:
         _flag,
         "proxy: send the system prompt, memories and summary as one system message",
     )
+    flagged_text: str = _setting(
+        "exclude",
+        "ENGRAM_FLAGGED_TEXT",
+        _flagged,
+        "messages that read like instructions to a model: exclude (kept out of summaries and "
+        "memories; still stored and searchable) or keep; 'keep:a,b' keeps them in scopes a "
+        "and b only, 'exclude:a,b' keeps them out of those scopes only",
+    )
+
+    def keeps_flagged(self, scope: str) -> bool:
+        """Whether text that reads like instructions may feed ``scope``'s summaries and memories."""
+        mode, _, scopes = self.flagged_text.partition(":")
+        if not scopes:
+            return mode == "keep"
+        listed = scope in scopes.split(",")
+        return listed if mode == "keep" else not listed
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **given: Any) -> Config:

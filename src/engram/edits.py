@@ -11,10 +11,15 @@ deletion plus a new message whose metadata names what it replaces
   deleted text, which must be gone);
 * the search index follows in the store's transaction;
 * the compaction state is touched by compare-and-set after every deletion: a
-  summary that covered a deleted message is marked stale (rebuilt at the next
-  turn from the messages that remain, see :mod:`engram.compaction.state`), and
-  otherwise the state's version still moves, so a compaction that read the
-  deleted message before it went cannot commit.
+  summary or important data that used a deleted message (by its citations, see
+  :meth:`~engram.compaction.state.CompactionState.uses`) is marked stale
+  (rebuilt at the next turn from the messages that remain, see
+  :mod:`engram.compaction.state`), and otherwise the state's version still
+  moves, so a compaction that read the deleted message before it went cannot
+  commit.
+
+What else was derived from the messages (memories, agent state, tool cache,
+vectors) and the receipt of it all are :mod:`engram.forgetting`'s.
 
 :func:`forget_scope` deletes a whole scope ("forget this user").
 """
@@ -72,37 +77,56 @@ def with_tool_group(history: Sequence[Message], chosen: Iterable[int]) -> list[i
 
 
 def delete(
-    store: Store, scope: str, session: str, ids: Sequence[int], *, action: str, **extra: object
+    store: Store,
+    scope: str,
+    session: str,
+    ids: Sequence[int],
+    *,
+    action: str,
+    audit: bool = True,
+    **extra: object,
 ) -> list[Message]:
-    """Delete messages of one session, audit it, and make the compaction state follow."""
+    """Delete messages of one session, audit it, and make the compaction state follow.
+
+    With ``audit=False`` the caller writes the audit event (with its receipt).
+    """
     gone = editor(store).delete_messages(scope, session, ids)
     if not gone:
         return []
     touch_compaction(store, scope, session, gone, action)
-    store.add_audit(
-        scope,
-        {"event": AUDIT_EVENT, "action": action, "session": session, "ids": [m.id for m in gone]}
-        | dict(extra),
-    )
+    if audit:
+        store.add_audit(scope, audit_event(action, session, gone) | dict(extra))
     log.info("%s: %d message(s) of %s/%s deleted", action, len(gone), scope, session)
     return gone
 
 
+def audit_event(action: str, session: str, gone: Sequence[Message]) -> JSON:
+    """The audit entry of a deletion: what was done, where, which ids (never the text)."""
+    return {"event": AUDIT_EVENT, "action": action, "session": session, "ids": [m.id for m in gone]}
+
+
 def touch_compaction(
     store: Store, scope: str, session: str, gone: Sequence[Message], action: str
-) -> None:
-    """Mark the summary stale if it covered a deleted message; else just move its version."""
+) -> bool:
+    """Mark the state stale if it used a deleted message; else just move its version.
+
+    Returns whether it was marked stale.
+    """
     first = min(m.id for m in gone)
     reason = f"{action} removed message {first}" + (
         f" and {len(gone) - 1} more" if len(gone) > 1 else ""
     )
+    ids = [m.id for m in gone]
+    stale = False
 
     if load_compaction_state(store, scope, session)[1] == UNREADABLE:
-        return  # already rebuilt from the messages at the next turn
+        return False  # already rebuilt from the messages at the next turn
 
     def load() -> tuple[JSON, int]:
+        nonlocal stale
         state, version = load_compaction_state(store, scope, session)
-        if version > 0 and state.summary_version > 0 and state.watermark >= first:
+        stale = version > 0 and any(state.uses(ids))
+        if stale:
             return {"format": FORMAT, STALE_KEY: reason}, version
         record = store.load_state(scope, session, STATE_KIND) if version > 0 else None
         return (dict(record.data) if record is not None else state.to_dict()), version
@@ -115,34 +139,48 @@ def touch_compaction(
         compare_and_set(load, lambda data: data, save, what=f"compaction of {scope}/{session}")
     except Contention:
         log.warning("compaction state of %s/%s not touched after %s", scope, session, action)
+    return stale
 
 
-def clear_session(store: Store, scope: str, session: str, policy: Mapping[str, Any] | None) -> None:
+def clear_session(
+    store: Store,
+    scope: str,
+    session: str,
+    policy: Mapping[str, Any] | None,
+    *,
+    audit: bool = True,
+) -> None:
     """Delete the session's messages and states; keep it (empty) with its policy.
 
     A fresh compaction state is saved at once, so a compaction that read the
-    old messages cannot commit its summary afterwards.
+    old messages cannot commit its summary afterwards. With ``audit=False`` the
+    caller writes the audit entry.
     """
     count = store.get_session(scope, session)
     store.delete_session(scope, session)
     store.ensure_session(scope, session, policy=policy)
     store.save_state(scope, session, STATE_KIND, fresh_state().to_dict(), expected_version=0)
-    store.add_audit(
-        scope,
-        {
-            "event": AUDIT_EVENT,
-            "action": "clear",
-            "session": session,
-            "count": count.message_count if count is not None else 0,
-        },
-    )
+    if audit:
+        store.add_audit(
+            scope,
+            {
+                "event": AUDIT_EVENT,
+                "action": "clear",
+                "session": session,
+                "count": count.message_count if count is not None else 0,
+            },
+        )
     log.info("session %s/%s cleared", scope, session)
 
 
-def forget_scope(store: Store, scope: str) -> dict[str, int]:
-    """Delete everything of ``scope``; the audit trail keeps one entry with the counts."""
+def forget_scope(store: Store, scope: str, *, audit: bool = True) -> dict[str, int]:
+    """Delete everything of ``scope``; the audit trail keeps one entry with the counts.
+
+    With ``audit=False`` the caller writes that entry.
+    """
     counts = editor(store).delete_scope(scope)
-    store.add_audit(scope, {"event": FORGOTTEN_EVENT, **counts})
+    if audit:
+        store.add_audit(scope, {"event": FORGOTTEN_EVENT, **counts})
     log.info("scope %s forgotten: %s", scope, counts)
     return counts
 
@@ -150,6 +188,7 @@ def forget_scope(store: Store, scope: str) -> dict[str, int]:
 __all__ = [
     "AUDIT_EVENT",
     "FORGOTTEN_EVENT",
+    "audit_event",
     "clear_session",
     "delete",
     "editor",

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from engram import app_documents, edits, searching, telemetry
+from engram import app_documents, forgetting, searching, telemetry
 from engram import scopes as scope_ops
 from engram.activity import Activity, scope_activity, session_activity
 from engram.apikeys import ApiKeys
@@ -33,12 +33,14 @@ from engram.errors import (
     SessionNotFound,
     StoreError,
 )
+from engram.flags import FlagMetrics
 from engram.intake.checks import MAX_CONTENT_BYTES, optional_timestamp, roles_filter, text_field
 from engram.intake.validation import check_id
 from engram.llm.client import LLMClient
 from engram.memories import Memories, MemoryBudget, MemoryMetrics
 from engram.models import JSON, ROLES, Message, NewMessage, SearchHit, SessionInfo
 from engram.policy import Policy, get_policy
+from engram.receipts import Receipt
 from engram.runtime import MemoriesProvider, Runtime
 from engram.scopes import ScopeSummary
 from engram.search.when import moment
@@ -158,6 +160,11 @@ class Engram:
     def memory_metrics(self) -> MemoryMetrics:
         """Counters of memory work."""
         return self.runtime.memory_metrics
+
+    @property
+    def flag_metrics(self) -> FlagMetrics:
+        """Counts of recalled text that reads like instructions to a model (``/metrics``)."""
+        return self.runtime.flag_metrics
 
     @property
     def compaction_metrics(self) -> CompactionMetrics:
@@ -410,26 +417,30 @@ class Engram:
         self.runtime.prompts.drop(scope, session_id)
         return self.store.delete_session(scope, session_id)
 
-    def delete_message(self, message_id: int, scope: str = "default") -> list[Message]:
-        """Delete one stored message of ``scope`` (a tool call with its results); audited.
+    def delete_message(
+        self, message_id: int, scope: str = "default", *, rebuild: bool = False
+    ) -> Receipt:
+        """Forget one stored message of ``scope`` (a tool call with its results); the receipt.
+
+        See :meth:`Session.delete_message`.
 
         Raises:
             MessageNotFound: no such message in this scope.
 
         """
         found = self.message(message_id, scope)
-        return self.session(found.session, scope).delete_message(message_id)
+        return self.session(found.session, scope).delete_message(message_id, rebuild=rebuild)
 
-    def forget_scope(self, scope: str) -> dict[str, int]:
-        """Forget a scope ("forget this user"): delete everything it holds.
+    def forget_scope(self, scope: str) -> Receipt:
+        """Forget a scope ("forget this user"): delete everything it holds; the receipt.
 
         Every session, message, state, memory, audit entry and usage row of
-        the scope goes; the audit trail keeps one entry with the counts.
-        Returns how many ``sessions``, ``messages`` and ``memories`` were deleted.
+        the scope goes; the audit trail keeps one entry with the counts and
+        the receipt. ``receipt.counts`` says how many ``sessions``,
+        ``messages`` and ``memories`` were deleted.
         """
         check_id("scope", scope)
-        self.runtime.prompts.drop(scope)  # turns waiting to be logged would recreate sessions
-        return edits.forget_scope(self.store, scope)
+        return forgetting.forget_scope(self.runtime, scope)
 
     # -- compaction and memories ------------------------------------------------------
 
@@ -501,6 +512,7 @@ def open(
     memory_budget: MemoryBudget | None = None,
     run_jobs: bool | None = None,
     embeddings: bool | None = None,
+    flagged_text: str | None = None,
     config: Config | None = None,
     **store_options: Any,
 ) -> Engram:
@@ -513,7 +525,10 @@ def open(
     ``run_jobs=False`` (PostgreSQL only): enqueue background jobs but leave
     them to other processes' workers. ``embeddings=True`` (``ENGRAM_EMBEDDINGS``,
     the ``embeddings`` extra) embeds messages in the background for
-    ``Session.search(mode="semantic" | "hybrid")``. ``store_options`` go to the
+    ``Session.search(mode="semantic" | "hybrid")``. ``flagged_text``
+    (``ENGRAM_FLAGGED_TEXT``: ``exclude``, ``keep``, ``keep:scope,...``) says where text
+    that reads like instructions to a model is kept out of summaries and memories.
+    ``store_options`` go to the
     backend (PostgreSQL: ``timeout`` seconds to wait for a pooled connection,
     default 30; ``min_size``, ``max_size``). Other settings come from
     ``config``, else the environment (see :mod:`engram.config`); the arguments win.
@@ -524,6 +539,7 @@ def open(
         "memory_cap": memory_cap,
         "run_jobs": run_jobs,
         "embeddings": embeddings,
+        "flagged_text": flagged_text,
     }
     if config is None:
         config = Config.from_env(**given)

@@ -101,6 +101,9 @@ class Policy:
             ``max_messages`` holds between that many and that many plus
             ``cache_chunk_messages`` (budget permitting). Off: the window always starts at the
             oldest message that fits.
+        citations: Show in the prompt the ids of the messages each summary paragraph
+            and important-data item came from (``[#112-#140]``); they are stored
+            either way.
         cache_chunk: Share of a token-bound window's room by which its start
             moves at once (0.05 to 0.5).
         cache_chunk_messages: Messages by which the start of a window bound
@@ -128,6 +131,7 @@ class Policy:
     cache_window: bool = True
     cache_chunk: float = 0.3
     cache_chunk_messages: int | None = None
+    citations: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -159,11 +163,12 @@ class Policy:
                 f"policy {self.name!r}: sync_compaction must be true or false, "
                 f"got {self.sync_compaction!r}"
             )
-        if not isinstance(self.cache_window, bool):
-            raise ConfigError(
-                f"policy {self.name!r}: cache_window must be true or false, "
-                f"got {self.cache_window!r}"
-            )
+        for flag in ("cache_window", "citations"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigError(
+                    f"policy {self.name!r}: {flag} must be true or false, "
+                    f"got {getattr(self, flag)!r}"
+                )
         chunk = self.cache_chunk
         if (
             isinstance(chunk, bool)

@@ -159,7 +159,7 @@ def _build_prompt(
     if policy.compacts:
         _settle_compaction(runtime, scope, session, policy, reads, fixed, request.compact)
         _report_summarizer(runtime, reads)
-    sections.extend(state_sections(reads.state))
+    sections.extend(state_sections(reads.state, citations=policy.citations))
     providers, filters, views = extras
     for provider in providers:
         sections.extend(provider.sections(runtime.store, scope, session))
@@ -303,9 +303,8 @@ def _due(policy: Policy, reads: _Reads, fixed: int) -> bool:
         return True  # a backlog longer than one read: overdue
     if reads.state.reset_reason is not None and reads.version != UNREADABLE:
         return True  # a corrupted state is replaced at once
-    plan = plan_compaction(
-        policy, rows_from_messages(reads.rows), plan_state(reads.state, extra_tokens=fixed)
-    )
+    planned = plan_state(reads.state, extra_tokens=fixed, citations=policy.citations)
+    plan = plan_compaction(policy, rows_from_messages(reads.rows), planned)
     return plan is not None
 
 

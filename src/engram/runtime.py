@@ -30,12 +30,13 @@ from engram.compaction.summarizer import LLMSummarizer, OfflineSummarizer, Summa
 from engram.config import Config
 from engram.context import Section
 from engram.errors import InvalidQuery, MessageNotFound
+from engram.flags import FlagMetrics
 from engram.intake.checks import id_field
 from engram.intake.checks import message_id as checked_message_id
 from engram.llm.client import LLMClient
 from engram.memories import SECTION_TITLE as MEMORIES_SECTION_TITLE
 from engram.memories import Memories, MemoryBudget, MemoryMetrics
-from engram.memories.service import memory_block
+from engram.memories.block import memory_block
 from engram.models import Message, NewMessage
 from engram.policy import Policy, get_policy
 from engram.prompt_log import PromptRecorder
@@ -65,6 +66,7 @@ class Runtime:
     memory_budget: MemoryBudget
     memory_metrics: MemoryMetrics = field(default_factory=MemoryMetrics)
     compaction_metrics: CompactionMetrics = field(default_factory=CompactionMetrics)
+    flag_metrics: FlagMetrics = field(default_factory=FlagMetrics)
     memories_text: MemoriesProvider | None = None
     counter: TokenCounter = field(default_factory=storage_counter)
     scheduler: Scheduler = field(init=False)
@@ -194,6 +196,7 @@ class Runtime:
             self.summarizer(),
             extra_tokens=extra_tokens,
             loaded=loaded,
+            keep_flagged_out=not self.config.keeps_flagged(scope),
         )
         compact_stored_agent_state(self.store, scope, session)
         self.compaction_metrics.record(result, time.perf_counter() - started)
@@ -239,6 +242,7 @@ class Runtime:
             cap=self.config.memory_cap,
             budget=self.memory_budget,
             metrics=self.memory_metrics,
+            keep_flagged_out=not self.config.keeps_flagged(scope),
         )
 
     def memories_section(self, scope: str) -> Section | None:

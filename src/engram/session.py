@@ -9,18 +9,17 @@ work goes to the runtime's scheduler.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
-from engram import edits, idempotency, searching
+from engram import idempotency, searching
 from engram.agent_state import AgentState
 from engram.compaction.cycle import CompactionResult, load_compaction_state
 from engram.compaction.state import CompactionState
 from engram.context import Context
-from engram.errors import InvalidMessage, InvalidQuery, MessageNotFound
+from engram.errors import InvalidMessage, InvalidQuery
 from engram.intake.checks import (
     MAX_CONTENT_BYTES,
     optional_message_id,
@@ -40,6 +39,7 @@ from engram.prompt_log import PromptLog
 from engram.runtime import Runtime
 from engram.search.when import moment
 from engram.sections.agent_state import load_agent_state, update_agent_state
+from engram.session_edits import TOOL_CALL_LOOKBACK, EditVerbs
 from engram.store.base import MAX_PAGE
 
 if TYPE_CHECKING:
@@ -47,14 +47,12 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_BUDGET", "TOOL_CALL_LOOKBACK", "Session"]
 
-#: How far back ``add`` looks for the assistant call a tool result answers.
-TOOL_CALL_LOOKBACK = 64
 #: First messages read to find a session's title, and words a made-up title keeps.
 TITLE_SCAN = 20
 TITLE_WORDS = 8
 
 
-class Session:
+class Session(EditVerbs):
     """One conversation of a scope. Obtain it with :meth:`Engram.session`."""
 
     def __init__(
@@ -290,120 +288,6 @@ class Session:
         """
         return self.runtime.scheduler.end_session(self.scope, self.id, reason, wait=wait)
 
-    # -- edit and regenerate -----------------------------------------------------------
-
-    def pop_answer(self) -> list[Message]:
-        """Delete the last answer: every message after the newest user message (regenerate).
-
-        The assistant's final answer goes with the tool rounds that led to it.
-        With no user message among the last ``TOOL_CALL_LOOKBACK`` messages,
-        only the newest message (with its tool group) goes. Returns the
-        deleted messages, oldest first ([] when the newest message is the
-        user's). Audited; see :mod:`engram.edits`.
-        """
-        recent = self._store.tail(self.scope, self.id, limit=TOOL_CALL_LOOKBACK)
-        users = [i for i, m in enumerate(recent) if m.role == "user"]
-        # No user message in reach (an agent's own log): only the newest answer goes.
-        answer = recent[users[-1] + 1 :] if users else recent[-1:]
-        return self._delete([m.id for m in answer], "pop_answer")
-
-    def replace_answer(self, content: str, *, metadata: Mapping[str, Any] | None = None) -> Message:
-        """Replace the last answer with ``content``; the new message names those it replaces.
-
-        Raises:
-            InvalidMessage: the new answer would be refused (nothing is deleted then).
-            MessageNotFound: there is no answer after the newest user message.
-
-        """
-        new = build_message("assistant", content, metadata=metadata)
-        gone = self.pop_answer()
-        if not gone:
-            raise MessageNotFound(f"no answer to replace in session {self.id!r}")
-        replaced = dataclasses.replace(
-            new, metadata={**new.metadata, "replaces": [m.id for m in gone]}
-        )
-        return self._write([replaced])[0]
-
-    def pop_item(self) -> Message | None:
-        """Delete the newest message and return it (None when empty): the Agents SDK's verb."""
-        newest = self._store.tail(self.scope, self.id, limit=1)
-        gone = self._delete([m.id for m in newest], "pop_item", group=False)
-        return gone[0] if gone else None
-
-    def edit(self, message_id: int, content: str | Sequence[Any]) -> Message:
-        """Edit a message and continue from it (the edited message is the newest).
-
-        The message and every later one are deleted, and the new text is
-        stored as a new message with ``metadata["edited_from"]`` set to the
-        old id; the caller then asks for the next answer. New text for a
-        message with images keeps its images (after the text); a list of
-        parts replaces everything.
-
-        Raises:
-            MessageNotFound: no such message in this session.
-            InvalidQuery: the message holds tool calls or is a tool result.
-            InvalidMessage: the new text would be refused (nothing is deleted then).
-
-        """
-        old = self.message(message_id)
-        if old.session != self.id:
-            raise MessageNotFound(f"no message {message_id} in session {self.id!r}")
-        if old.tool_calls or old.role == "tool":
-            raise InvalidQuery(f"message {message_id}: tool calls and results cannot be edited")
-        if isinstance(content, str) and old.parts:
-            images = [part for part in old.parts if part.get("type") != "text"]
-            content = [{"type": "text", "text": content}, *images]
-        new = build_message(
-            old.role,
-            content,
-            name=old.name,
-            metadata={**idempotency.without_record(old.metadata), "edited_from": old.id},
-        )
-        later = [old.id]
-        while page := self._store.page(self.scope, self.id, after_id=later[-1], limit=MAX_PAGE):
-            later += [m.id for m in page]
-        self._delete(later, "edit", group=False, replaced=old.id)
-        return self._write([new])[0]
-
-    def delete_message(self, message_id: int) -> list[Message]:
-        """Delete one message (a tool call with its results); returns what was deleted.
-
-        Raises:
-            MessageNotFound: no such message in this session.
-
-        """
-        target = self.message(message_id)
-        if target.session != self.id:
-            raise MessageNotFound(f"no message {message_id} in session {self.id!r}")
-        return self._delete([target.id], "delete")
-
-    def clear(self) -> int:
-        """Delete every message and state of the session (the Agents SDK's ``clear_session``).
-
-        The session (empty) and its stored policy are kept. Returns how many
-        messages were deleted.
-        """
-        info = self.info()
-        if info is None:
-            return 0
-        self.runtime.prompts.drop(self.scope, self.id)
-        edits.clear_session(self._store, self.scope, self.id, info.policy)
-        return info.message_count
-
-    def _delete(
-        self, ids: Sequence[int], action: str, *, group: bool = True, **extra: object
-    ) -> list[Message]:
-        if not ids:
-            return []
-        if group:
-            near = self._store.tail(
-                self.scope, self.id, limit=TOOL_CALL_LOOKBACK, before_id=min(ids)
-            ) + self._store.page(
-                self.scope, self.id, after_id=min(ids) - 1, limit=TOOL_CALL_LOOKBACK
-            )
-            ids = edits.with_tool_group(near, ids)
-        return edits.delete(self._store, self.scope, self.id, ids, action=action, **extra)
-
     def compaction_state(self) -> CompactionState:
         """The session's compaction state (summary, important data, watermark...)."""
         return load_compaction_state(self._store, self.scope, self.id)[0]
@@ -578,6 +462,10 @@ class Session:
     def memories(self) -> Memories:
         """The long-term memories of this session's scope."""
         return self.runtime.memories(self.scope)
+
+    def record_flags(self, found: Iterable[str]) -> None:
+        """Count the flags of recalled text a tool handed to the model (``/metrics``)."""
+        self.runtime.flag_metrics.recalled(found)
 
     def record_usage(self, result: LLMResult) -> None:
         """Record a model call made for this session (tokens and cost)."""

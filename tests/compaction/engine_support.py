@@ -20,7 +20,7 @@ def summarizer_responder(request: RecordedRequest) -> FakeResponse:
     messages = request.messages
     last = str(messages[-1].get("content", "")) if messages else ""
     if (body.get("response_format") or {}).get("type") == "json_object":
-        marker = " ".join(last.split()[:4])
+        marker = " ".join(re.sub(r"^\[#\d+\] ", "", last).split()[:4])
         return FakeResponse(
             content=json.dumps(
                 {

@@ -171,7 +171,22 @@ class TestConversation:
         page = http.get(f"/p/{SCOPE}/s/{LAUNCH}/prompt", headers=bearer(site.phoenix_key)).text
         summary = re.search(r'<blockquote class="summary">(.*?)</blockquote>', page, re.S)
         assert summary is not None and summary.group(1).strip()
-        assert "User:" not in summary.group(1) and "?" not in summary.group(1)
+        text = re.sub(r"<[^>]+>", "", summary.group(1))
+        assert "User:" not in text and "?" not in text
+
+    def test_citations_link_to_the_messages(self, http: httpx.Client, site: Site) -> None:
+        page = http.get(f"/p/{SCOPE}/s/{LAUNCH}/prompt", headers=bearer(site.phoenix_key)).text
+        summary = re.search(r'<blockquote class="summary">(.*?)</blockquote>', page, re.S)
+        assert summary is not None
+        paragraphs = re.findall(r"<p>(.*?)</p>", summary.group(1), re.S)
+        link = rf'<a class="cite" href="/p/{SCOPE}/s/{LAUNCH}\?at=(\d+)#m-(\d+)">'
+        links = re.findall(link, page)
+        assert paragraphs and all('class="cite"' in p for p in paragraphs)
+        assert links and all(at == anchor for at, anchor in links)
+        history = http.get(
+            f"/p/{SCOPE}/s/{LAUNCH}?at={links[0][0]}", headers=bearer(site.phoenix_key)
+        ).text
+        assert f'id="m-{links[0][0]}"' in history
 
 
 class TestSafety:

@@ -83,6 +83,7 @@ class TestCalls:
             out["get_message_by_id"] = await client.call_tool(
                 "get_message_by_id", {"message_id": first}
             )
+            out["expand"] = await client.call_tool("expand", {"ids": f"#{first}"})
             added = payload(out["add_memory"])["memory"]["id"]
             out["edit_memory"] = await client.call_tool(
                 "edit_memory", {"memory_id": added, "content": "The launch is planned for July"}
@@ -99,6 +100,7 @@ class TestCalls:
         assert payload(results["get_messages_by_date"])["count"] == 2
         assert payload(results["get_memory_stats"])["total_messages"] == 2
         assert "pricing" in payload(results["get_message_by_id"])["content"]
+        assert "pricing" in payload(results["expand"])["messages"][0]["content"]
         assert payload(results["search_memories"])["count"] == 1
         assert payload(results["add_memory"])["status"] == "created"
         assert (

@@ -40,6 +40,7 @@ class TestMetrics:
             "injections": 2,
             "deferred": 0,
             "deferred_completed": 0,
+            "flagged_kept_out": 0,
             "scopes_with_memories": 2,
         }
         Memories(mem.store, "b", metrics=metrics).purge()

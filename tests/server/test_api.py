@@ -191,6 +191,7 @@ class TestScopesAndSessions:
             "messages": gone["messages"],
             "memories": 1,
             "forgotten": False,
+            "receipt": None,
         }
         assert gone["messages"] > 0
         assert api.get("/v1/scopes").json()["scopes"] == []
@@ -301,6 +302,10 @@ class TestCompactionAndMemories:
         done = api.post("/v1/scopes/p/sessions/s/compact", json={}).json()
         state = api.get("/v1/scopes/p/sessions/s/compaction").json()
         assert state["summary_version"] >= 1 and state["watermark"] == done["watermark"] > 0
+        paragraphs = state["summary"].split("\n\n")
+        assert len(state["citations"]["summary"]) == len(paragraphs)
+        assert all(low <= high <= state["watermark"] for c in state["citations"]["summary"]
+                   for low, high in c)  # fmt: skip
         assert api.get("/v1/scopes/p/sessions/s/agent-state").json()["facts"] == []
         ended = api.post("/v1/scopes/p/sessions/s/end", json={"reason": "done"})
         assert ended.status_code == 202
@@ -319,7 +324,9 @@ class TestCompactionAndMemories:
         assert edited["content"] == "Prefers bullet points."
         listed = api.get("/v1/scopes/app/memories").json()
         assert [m["id"] for m in listed["memories"]] == [memory["id"]]
-        assert api.delete(f"/v1/scopes/app/memories/{memory['id']}").json() == {"success": True}
+        deleted = api.delete(f"/v1/scopes/app/memories/{memory['id']}").json()
+        assert deleted["success"] is True and deleted["action"] == "memory_delete"
+        assert deleted["derived"][0]["ref"] == f"memory {memory['id']}"
         api.post("/v1/scopes/app/memories", json={"content": "Works in Paris."})
         api.post("/v1/scopes/app/memories", json={"content": "Ships on Fridays."})
         assert api.delete("/v1/scopes/app/memories").json() == {"success": True, "deletedCount": 2}
@@ -327,6 +334,40 @@ class TestCompactionAndMemories:
         assert events[0] == "purge" and "update" in events and "delete" in events
         missing = api.delete(f"/v1/scopes/app/memories/{memory['id']}")
         assert missing.status_code == 404 and missing.json()["error"]["type"] == "memory_not_found"
+
+
+class TestForgetting:
+    def test_a_deleted_message_comes_with_its_receipt(self, api: TestClient) -> None:
+        ids = _seed(api)
+        gone = api.delete(f"/v1/scopes/phoenix/messages/{ids[1]}", params={"rebuild": "true"})
+        assert gone.status_code == 200, gone.text
+        receipt = gone.json()
+        assert receipt["messages"] == [[ids[1], ids[1]]] and receipt["message_count"] == 1
+        assert receipt["rebuilt"] is True and receipt["session"] == "chat-1"
+        kinds = {line["kind"]: line["outcome"] for line in receipt["derived"]}
+        assert kinds["search_index"] == "removed"
+        assert "$14" not in gone.text
+        assert api.get(f"/v1/scopes/phoenix/messages/{ids[1]}").status_code == 404
+        again = api.delete(f"/v1/scopes/phoenix/messages/{ids[1]}")
+        assert again.status_code == 404 and again.json()["error"]["type"] == "message_not_found"
+        audit = api.get("/v1/scopes/phoenix/memories/audit").json()["events"]
+        assert audit[0]["receipt"]["messages"] == [[ids[1], ids[1]]]
+
+    def test_clear_and_forget_a_scope(self, api: TestClient) -> None:
+        _seed(api)
+        cleared = api.delete(MESSAGES)
+        assert cleared.status_code == 200 and cleared.json()["message_count"] == 3
+        assert api.get(MESSAGES).json()["messages"] == []
+        missing = api.delete("/v1/scopes/phoenix/sessions/nobody/messages")
+        assert missing.status_code == 404
+        _seed(api)
+        forgotten = api.delete("/v1/scopes/phoenix", params={"forget": "true"})
+        assert forgotten.status_code == 200, forgotten.text
+        receipt = forgotten.json()["receipt"]
+        assert receipt["counts"] == {"sessions": 1, "messages": 3, "memories": 0}
+        assert receipt["action"] == "forget_scope" and forgotten.json()["messages"] == 3
+        events = api.get("/v1/scopes/phoenix/memories/audit").json()["events"]
+        assert [e["event"] for e in events] == ["scope_forgotten"]
 
 
 class TestService:

@@ -53,6 +53,7 @@ def test_purging_and_deleting_the_scope_erase_the_text(
         "messages": 1,
         "memories": 1,
         "forgotten": False,
+        "receipt": None,
     }
     assert "X1234567" not in audit(api, "gone")
     assert "purge" in audit(api, "gone")  # the trail of what was done stays
@@ -68,14 +69,16 @@ def test_forget_is_reachable_for_an_admin_only(
     admin.post("/v1/scopes/app/sessions/s1/messages", json={"role": "user", "content": "hi"})
     refused = scoped.delete("/v1/scopes/app", params={"forget": "true"})
     assert refused.status_code == 403 and "admin" in refused.json()["error"]["message"]
-    answer = admin.delete("/v1/scopes/app", params={"forget": "true"})
-    assert answer.json() == {
+    answer = admin.delete("/v1/scopes/app", params={"forget": "true"}).json()
+    receipt = answer.pop("receipt")
+    assert answer == {
         "success": True,
         "sessions": 1,
         "messages": 1,
         "memories": 1,
         "forgotten": True,
     }
+    assert receipt["action"] == "forget_scope" and receipt["counts"]["messages"] == 1
     (event,) = admin.get("/v1/scopes/app/memories/audit").json()["events"]
     assert event["event"] == "scope_forgotten"
     assert admin.get("/v1/scopes/app").json()["sessions"] == 0

@@ -34,6 +34,7 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None, dict[str, Any] | None]] = [
     ("POST", "/tools/search_history", None, {"arguments": {"query": "pricing"}}),
     ("POST", "/tools/get_memory_stats", None, {}),
     ("POST", "/compact", None, {}),
+    ("DELETE", "/messages", None, None),
     ("POST", "/end", None, {}),
     ("DELETE", "", None, None),
 ]

@@ -13,7 +13,7 @@ from engram.models import JSON
 from engram.search.dates import parse_when
 from engram.session import Session
 from engram.tools import dispatch
-from engram.tools.registry import ToolSession
+from engram.tools.registry import RECORDS_NOTE, ToolSession
 
 from .conftest import NOW
 
@@ -69,6 +69,8 @@ class TestSearchHistory:
 
     def test_no_hits_is_an_empty_list(self, chat: Session) -> None:
         assert call(chat, "search_history", query="zebra") == {
+            "about": RECORDS_NOTE,
+            "session": "chat-1",
             "query": "zebra",
             "count": 0,
             "results": [],

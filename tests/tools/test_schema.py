@@ -18,6 +18,7 @@ RETRIEVAL = [
     "get_extended_context",
     "get_message_by_id",
     "get_memory_stats",
+    "expand",
 ]
 JSON_TYPES = {"string", "integer", "number", "boolean"}
 

@@ -18,6 +18,7 @@ from engram import __version__
 from engram.cli._common import CliState
 from engram.cli.demo import demo_command
 from engram.cli.exporting import export_command
+from engram.cli.forget import forget_group
 from engram.cli.importing import import_command
 from engram.cli.keys import keys_group
 from engram.cli.mcp import mcp_command, mcp_config_command
@@ -74,5 +75,6 @@ main.add_command(serve_command)
 main.add_command(keys_group)
 main.add_command(mcp_command)
 main.add_command(mcp_config_command)
+main.add_command(forget_group)
 
 __all__ = ["EngramGroup", "main"]

@@ -17,6 +17,7 @@ exactly as the prompt will show them.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -84,6 +85,10 @@ class CompactionResult:
             or the important data.
         notes: Human-readable remarks (fallbacks, discards).
         state: The state now (committed, or as read).
+        citations_dropped: Ranges the summarizer cited outside what the fold may
+            cite (dropped from the state).
+        flagged_out: Messages kept out of the summary because they read like
+            instructions to a model.
 
     """
 
@@ -96,6 +101,8 @@ class CompactionResult:
     degraded: bool = False
     notes: tuple[str, ...] = ()
     state: CompactionState | None = None
+    citations_dropped: int = 0
+    flagged_out: int = 0
 
 
 def load_compaction_state(store: Store, scope: str, session: str) -> tuple[CompactionState, int]:
@@ -119,11 +126,16 @@ def load_compaction_state(store: Store, scope: str, session: str) -> tuple[Compa
     return parse_state(record.data), record.version
 
 
-def plan_state(state: CompactionState, *, extra_tokens: int = 0) -> PlanState:
-    """The planner's view of ``state``: fixed costs are ``extra_tokens`` plus important data."""
+def plan_state(
+    state: CompactionState, *, extra_tokens: int = 0, citations: bool = True
+) -> PlanState:
+    """The planner's view of ``state``: fixed costs are ``extra_tokens`` plus important data.
+
+    ``citations`` is the policy's: the sections are counted as the prompt shows them.
+    """
     important = 0
     summary = 0
-    for section in state_sections(state):
+    for section in state_sections(state, citations=citations):
         if section.title == SUMMARY_TITLE:
             summary = section_tokens(section.render())
         else:
@@ -162,6 +174,7 @@ def compact_session(
     extra_tokens: int = 0,
     now: datetime | None = None,
     loaded: Loaded | None = None,
+    keep_flagged_out: bool = False,
 ) -> CompactionResult:
     """Run one compaction cycle of one session and commit it by compare-and-set.
 
@@ -177,6 +190,8 @@ def compact_session(
         now: Commit time (UTC); defaults to the current time.
         loaded: The state and rows the caller already read (saves a read;
             the compare-and-set still guards against anything newer).
+        keep_flagged_out: Keep messages that read like instructions to a model
+            out of the summary and important data (the scope's setting).
 
     Returns:
         What happened; ``committed`` is False when nothing was due or another
@@ -187,7 +202,9 @@ def compact_session(
         telemetry.conversation(scope, session),
         telemetry.span("engram.compaction", {"engram.policy": policy.name}) as traced,
     ):
-        result = _cycle(store, scope, session, policy, summarizer, extra_tokens, now, loaded)
+        result = _cycle(
+            store, scope, session, policy, summarizer, extra_tokens, now, loaded, keep_flagged_out
+        )
         if traced.recording:
             traced.set(
                 {
@@ -210,6 +227,7 @@ def _cycle(
     extra_tokens: int,
     now: datetime | None,
     loaded: Loaded | None,
+    keep_flagged_out: bool,
 ) -> CompactionResult:
     if loaded is None:
         state, version = load_compaction_state(store, scope, session)
@@ -220,7 +238,9 @@ def _cycle(
         notes = (state.reset_reason or "",)
         return CompactionResult(False, STATE_UNREADABLE, 0, version, 0, notes=notes, state=state)
     plan = plan_compaction(
-        policy, rows_from_messages(messages), plan_state(state, extra_tokens=extra_tokens)
+        policy,
+        rows_from_messages(messages),
+        plan_state(state, extra_tokens=extra_tokens, citations=policy.citations),
     )
     when = now or datetime.now(UTC)
     if plan is None:
@@ -241,11 +261,12 @@ def _cycle(
         now=when,
         summary_max_bytes=policy.summary_max_bytes,
         summary_target_bytes=policy.summary_target_bytes,
+        keep_flagged_out=keep_flagged_out,
     )
     _record_usage(store, scope, session, result.usage, when)
     if result.degraded:
         log.warning("compaction of %s/%s degraded: %s", scope, session, "; ".join(result.notes))
-    return _commit(
+    committed = _commit(
         store,
         scope,
         session,
@@ -255,6 +276,16 @@ def _cycle(
         len(plan.fold_ids),
         result.degraded,
         result.notes,
+    )
+    if result.citations_dropped:
+        log.info(
+            "compaction of %s/%s: %d cited range(s) outside the fold dropped",
+            scope,
+            session,
+            result.citations_dropped,
+        )
+    return dataclasses.replace(
+        committed, citations_dropped=result.citations_dropped, flagged_out=result.flagged_out
     )
 
 

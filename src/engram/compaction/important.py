@@ -320,31 +320,69 @@ def extract_offline(messages: Sequence[Mapping[str, Any]]) -> JSON:
     people, products, places and organisations) from every message. Returns the
     full structure (empty fields included).
     """
+    return extract_with_sources(messages)[0]
+
+
+#: Where each item of :func:`extract_with_sources` came from: field -> item key
+#: (:func:`cite_key`) -> indexes of the messages that said it.
+Sources = dict[str, dict[str, set[int]]]
+
+
+def extract_with_sources(messages: Sequence[Mapping[str, Any]]) -> tuple[JSON, Sources]:
+    """:func:`extract_offline`, and the messages (by index) each item came from."""
     data = empty_important_data()
     prefs: JSON = data["user_preferences"]
+    found: list[tuple[str, str, int]] = []
     texts = [text_of(m) for m in messages]
-    for message, text in zip(messages, texts, strict=True):
-        data["source_urls"].extend(find_urls(text))
+    for index, (message, text) in enumerate(zip(messages, texts, strict=True)):
+        for url in find_urls(text):
+            data["source_urls"].append(url)
+            found.append(("source_urls", cite_key(url), index))
         if message.get("role") != "user" or not text.strip():
             continue
         for sentence in split_sentences(text):
             for match in _FACT.finditer(sentence):
                 fact = match.group("fact") or match.group("note") or match.group("imp")
                 data["important_facts"].append(fact.strip(" ,;:"))
+                found.append(("important_facts", cite_key(fact.strip(" ,;:")), index))
         sections = _sections(text)
         if sections:
             structure = data["document_structure"]
             structure["sections"] = _dedupe([*structure.get("sections", []), *sections])
+            found.append(("document_structure", "sections", index))
     for said in statements(messages):
         if said.kind == DECISION:
             data["key_decisions"].append(said.text)
+            found.append(("key_decisions", cite_key(said.text), said.message))
         elif said.kind == PREFERENCE:
-            _preferences(said.source, said.text, prefs)
+            for key in _preferences(said.source, said.text, prefs):
+                found.append(("user_preferences", key, said.message))
         elif said.kind == FACT and said.role == "user" and _worth_keeping(said.text):
             data["important_facts"].append(said.text)
+            found.append(("important_facts", cite_key(said.text), said.message))
     sections = data["document_structure"].get("sections", [])
     data["entities"] = find_entities(texts, exclude=sections)
-    return validate_important_data(data)
+    for name in data["entities"]:
+        for index, text in enumerate(texts):
+            if name in text:
+                found.append(("entities", cite_key(name), index))
+    sources: Sources = {}
+    for name, key, index in found:
+        sources.setdefault(name, {}).setdefault(key, set()).add(index)
+    return validate_important_data(data), sources
+
+
+def cite_key(item: Any, within: str | None = None) -> str:
+    """The key an important-data item's citation is kept under.
+
+    A list item's key is its identity as de-duplication compares it (after the
+    cut of :data:`MAX_ITEM_CHARS`); an entry of an object field is its key, and
+    an element of a list inside one is the key, a newline and its identity (``within``).
+    """
+    if isinstance(item, str):
+        item = _cut(" ".join(item.split()))
+    identity = _identity(item)
+    return identity if within is None else f"{within}\n{identity}"
 
 
 def _worth_keeping(fact: str) -> bool:
@@ -358,32 +396,36 @@ def _worth_keeping(fact: str) -> bool:
     return bool(_OWNER.search(fact))
 
 
-def _preferences(sentence: str, stated_as: str, prefs: JSON) -> None:
-    """File a preference: a known kind (theme, font, language, ...) or the statement itself."""
+def _preferences(sentence: str, stated_as: str, prefs: JSON) -> list[str]:
+    """File a preference: a known kind (theme, font, language, ...) or the statement itself.
+
+    Returns the citation keys (:func:`cite_key`) of what it filed.
+    """
     match = _PREFERENCE.search(sentence)
     what = match.group("what").strip(" ,;:") if match else sentence
-    found = False
+    keys: list[str] = []
     if theme := _THEMES.search(sentence):
         prefs["theme"] = theme.group(1).lower()
-        found = True
+        keys.append("theme")
     if (font := _FONT.search(what)) and (name := font.group(1) or font.group(2)):
         prefs["font"] = name.lower()
-        found = True
+        keys.append("font")
     if lang := _LANGUAGE.search(sentence):
         prefs["language"] = lang.group(1).capitalize()
-        found = True
+        keys.append("language")
     if length := _LENGTH.search(sentence):
         prefs["answer_length"] = length.group(1).lower()
-        found = True
+        keys.append("answer_length")
     if tone := _TONE.search(sentence):
         prefs["tone"] = tone.group(1).lower()
-        found = True
-    if not found and (fmt := _FORMAT.search(what)):
+        keys.append("tone")
+    if not keys and (fmt := _FORMAT.search(what)):
         prefs["format"] = " ".join(fmt.group(1).lower().split())
-        found = True
-    if not found:
-        stated = prefs.setdefault("stated", [])
-        stated.append(stated_as)
+        keys.append("format")
+    if not keys:
+        prefs.setdefault("stated", []).append(stated_as)
+        keys.append(cite_key(stated_as, within="stated"))
+    return keys
 
 
 def _sections(text: str) -> list[str]:

@@ -14,18 +14,27 @@ covered was deleted or edited, see :mod:`engram.edits`) is read the same way:
 a fresh state whose ``reset_reason`` says why, so the summary and important
 data are rebuilt from the messages that remain and the deleted text never
 reaches a prompt again.
+
+Citations (:mod:`engram.compaction.citations`) are kept beside the summary and
+the important data: ``summary_cites`` holds one citation per paragraph of the
+summary (paragraphs are separated by blank lines), ``important_cites`` one per
+important-data item (see :func:`engram.compaction.important.cite_key`). A
+document written before citations existed reads with none; citations that
+cannot be read are dropped with a log line, never the summary.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from engram.compaction.important import empty_important_data, validate_important_data
+from engram.compaction.citations import Cites, cited_text, covers, read_cites, to_json
+from engram.compaction.important import empty_important_data, is_empty, validate_important_data
 from engram.errors import LLMBadResponse
 from engram.models import IMPORTED_ORIGIN, JSON
 
@@ -37,6 +46,8 @@ STATE_KIND = "compaction"
 FORMAT = 1
 #: Key of a stored document whose summary covered a deleted or edited message.
 STALE_KEY = "stale"
+
+_BLANK_LINE = re.compile(r"\n[ \t]*\n\s*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +67,15 @@ class CompactionState:
         compressions: Times the summary was compressed.
         last_error: The last fallback reason, for the dashboard and logs.
         reset_reason: Set (and never saved) when a corrupted document was replaced.
+        summary_cites: The citation of each paragraph of ``summary``, in order
+            (empty: the summary carries none, as before citations existed).
+        important_cites: Important-data field -> item key -> citation, stored
+            as ``[[low, high], ...]``.
+        exact_cites: Every version since the last reset was written offline, so
+            the citations name every message the text came from (a model's are
+            its claims).
+        covers_from: When the first message folded since the last reset was written.
+        covers_until: When the last folded message was written.
 
     """
 
@@ -71,6 +91,48 @@ class CompactionState:
     compressions: int = 0
     last_error: str | None = None
     reset_reason: str | None = None
+    summary_cites: tuple[Cites, ...] = ()
+    important_cites: JSON = field(default_factory=dict)
+    exact_cites: bool = True
+    covers_from: datetime | None = None
+    covers_until: datetime | None = None
+
+    def uses(self, ids: Collection[int]) -> tuple[bool, bool]:
+        """Whether the summary, and the important data, may hold text of messages ``ids``.
+
+        Only messages it covers (up to the watermark) can have fed a state. Exact
+        citations tell which did; otherwise (a model wrote a version, or a part
+        cites nothing) every covered message counts as used.
+        """
+        covered = [i for i in ids if 0 < i <= self.watermark]
+        if not covered or self.summary_version == 0:
+            return False, False
+        paragraphs = [cites for _, cites in self.paragraphs()]
+        summary = bool(self.summary.strip()) and (
+            not self.exact_cites
+            or not all(paragraphs)
+            or any(covers(cites, i) for cites in paragraphs for i in covered)
+        )
+        cited = [
+            read_cites(v) or () for items in self.important_cites.values() for v in items.values()
+        ]
+        important = not is_empty(self.important_data) and (
+            not self.exact_cites
+            or not cited
+            or any(covers(cites, i) for cites in cited for i in covered)
+        )
+        return summary, important
+
+    def paragraphs(self) -> list[tuple[str, Cites]]:
+        """The summary's paragraphs with their citations (none when they do not line up)."""
+        texts = split_paragraphs(self.summary)
+        if len(self.summary_cites) != len(texts):
+            return [(text, ()) for text in texts]
+        return list(zip(texts, self.summary_cites, strict=True))
+
+    def cited_summary(self) -> str:
+        """The summary with each paragraph's marker (``... [#112-#140]``), as read back."""
+        return cited_text(self.paragraphs())
 
     def to_dict(self) -> JSON:
         """Return the document to store (JSON-ready; ``reset_reason`` is not stored)."""
@@ -89,11 +151,25 @@ class CompactionState:
             "llm_failures": self.llm_failures,
             "compressions": self.compressions,
             "last_error": self.last_error,
+            "citations": {
+                "summary": [to_json(cites) for cites in self.summary_cites],
+                "important_data": self.important_cites,
+                "exact": self.exact_cites,
+            },
+            "covers": [
+                self.covers_from.isoformat() if self.covers_from else None,
+                self.covers_until.isoformat() if self.covers_until else None,
+            ],
         }
 
     def replace(self, **changes: Any) -> CompactionState:
         """Return a copy with some fields changed."""
         return dataclasses.replace(self, **changes)
+
+
+def split_paragraphs(summary: str) -> list[str]:
+    """The paragraphs of a summary: its blocks between blank lines, stripped, none empty."""
+    return [p.strip() for p in _BLANK_LINE.split(summary.strip()) if p.strip()]
 
 
 def fresh_state() -> CompactionState:
@@ -160,6 +236,9 @@ def _parse(data: Any) -> CompactionState:
     if summarizer is not None and not isinstance(summarizer, str):
         raise _Corrupt(f"summarizer is {type(summarizer).__name__}")
     last_error = data.get("last_error")
+    summary_cites, important_cites = _citations(data.get("citations"), summary)
+    citations = data.get("citations")
+    exact = isinstance(citations, Mapping) and citations.get("exact") is True
     return CompactionState(
         summary=summary,
         summary_version=version,
@@ -172,7 +251,51 @@ def _parse(data: Any) -> CompactionState:
         llm_failures=_count(data, "llm_failures"),
         compressions=_count(data, "compressions"),
         last_error=last_error if isinstance(last_error, str) else None,
+        summary_cites=summary_cites,
+        important_cites=important_cites,
+        exact_cites=exact,
+        covers_from=_when(data.get("covers"), 0),
+        covers_until=_when(data.get("covers"), 1),
     )
+
+
+def _when(covers: Any, index: int) -> datetime | None:
+    """One end of the stored time span (an unreadable one is left out, never fatal)."""
+    if not isinstance(covers, list) or len(covers) != 2 or not isinstance(covers[index], str):
+        return None
+    try:
+        return datetime.fromisoformat(covers[index])
+    except ValueError:
+        return None
+
+
+def _citations(data: Any, summary: str) -> tuple[tuple[Cites, ...], JSON]:
+    """Stored citations; what cannot be read is dropped (the summary stays)."""
+    if data is None:
+        return (), {}
+    if not isinstance(data, Mapping):
+        log.warning("compaction state: citations are %s, dropped", type(data).__name__)
+        return (), {}
+    raw = data.get("summary") or []
+    paragraphs: list[Cites] = []
+    for item in raw if isinstance(raw, list) else [None]:
+        cites = read_cites(item)
+        if cites is None:
+            log.warning("compaction state: summary citations unreadable, dropped")
+            paragraphs = []
+            break
+        paragraphs.append(cites)
+    if paragraphs and len(paragraphs) != len(split_paragraphs(summary)):
+        log.warning("compaction state: summary citations do not match its paragraphs, dropped")
+        paragraphs = []
+    important: JSON = {}
+    fields = data.get("important_data") or {}
+    for name, items in fields.items() if isinstance(fields, Mapping) else []:
+        if not isinstance(items, Mapping):
+            continue
+        kept = {str(k): read_cites(v) for k, v in items.items()}
+        important[str(name)] = {k: to_json(v) for k, v in kept.items() if v}
+    return tuple(paragraphs), important
 
 
 def _typed(data: Mapping[str, Any], key: str, kind: type, default: Any) -> Any:

@@ -17,25 +17,34 @@ Two implementations of one :class:`Summarizer` protocol:
 
 Both report their name (``"offline"`` or ``"llm:<model>"``) so the
 compaction state records which one wrote it.
+
+Both cite (:mod:`engram.compaction.citations`): a summary is *cited text*
+(paragraphs ending with the ids of the messages they came from, ``[#112-#140]``),
+the previous summary comes in the same form, and important data comes with
+its citations in ``ImportantOutput.cites``. The model sees each message's id
+in its transcript and is asked to cite; what it cites is checked by the fold.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from engram.compaction.citations import CITE_INSTRUCTIONS
+from engram.compaction.data_cites import DATA_CITE_INSTRUCTIONS, from_sources, split_markers
 from engram.compaction.extractive import extractive_summary
 from engram.compaction.important import (
     EXTRACTION_PROMPT,
-    extract_offline,
+    extract_with_sources,
     validate_important_data,
 )
 from engram.compaction.transcript import (
     MessageLike,
     as_openai,
     format_transcript,
+    message_id,
     split_sentences,
 )
 from engram.compaction.words import count_words, target_words
@@ -80,12 +89,17 @@ class SummaryOutput:
 
 @dataclass(frozen=True, slots=True)
 class ImportantOutput:
-    """Important data extracted from folded messages (validated)."""
+    """Important data extracted from folded messages (validated), with its citations.
+
+    ``cites`` is the citation document of :mod:`engram.compaction.data_cites`
+    (``{field: {item key: [[low, high], ...]}}``; empty: none).
+    """
 
     data: JSON
     summarizer: str
     usage: tuple[LLMResult, ...] = ()
     fallback_reason: str | None = None
+    cites: JSON = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -127,9 +141,13 @@ class OfflineSummarizer:
         return SummaryOutput(text=text, summarizer=self.name)
 
     def extract_important(self, messages: Sequence[MessageLike]) -> ImportantOutput:
-        """Rule-based important data (see :func:`engram.compaction.important.extract_offline`)."""
-        data = extract_offline([as_openai(m) for m in messages])
-        return ImportantOutput(data=data, summarizer=self.name)
+        """Rule-based important data (see :func:`engram.compaction.important.extract_offline`).
+
+        Each item cites the messages it was found in.
+        """
+        data, sources = extract_with_sources([as_openai(m) for m in messages])
+        cites = from_sources(sources, [message_id(m) for m in messages])
+        return ImportantOutput(data=data, summarizer=self.name, cites=cites)
 
 
 # -- LLM --------------------------------------------------------------------------
@@ -165,6 +183,8 @@ class LLMSummarizer:
                     previous_summary=summary or "None",
                     new_messages=chunk,
                 )
+                if "[#" in chunk:
+                    prompt += "\n\n" + CITE_INSTRUCTIONS
                 result = self.client.chat(
                     [{"role": "user", "content": prompt}],
                     purpose="summary",
@@ -183,17 +203,26 @@ class LLMSummarizer:
         """The extraction prompt, JSON mode, validated; offline rules on failure."""
         if not messages:
             return ImportantOutput(data=validate_important_data({}), summarizer=self.name)
-        transcript = format_transcript(messages)[:MAX_TRANSCRIPT_CHARS]
+        transcript = format_transcript(messages, ids=True)[:MAX_TRANSCRIPT_CHARS]
+        instructions = EXTRACTION_PROMPT
+        if transcript.startswith("[#"):
+            instructions += "\n\n" + DATA_CITE_INSTRUCTIONS
         try:
             data, result = self.client.chat_json(
                 [
-                    {"role": "system", "content": EXTRACTION_PROMPT},
+                    {"role": "system", "content": instructions},
                     {"role": "user", "content": transcript},
                 ],
                 purpose="important_data",
             )
+            if not isinstance(data, dict):
+                validate_important_data(data)  # raises, naming the type
+            clean, cites = split_markers(data)
             return ImportantOutput(
-                data=validate_important_data(data), summarizer=self.name, usage=(result,)
+                data=validate_important_data(clean),
+                summarizer=self.name,
+                usage=(result,),
+                cites=cites,
             )
         except LLMError as exc:
             spent = getattr(exc, "result", None)
@@ -206,6 +235,7 @@ class LLMSummarizer:
                 summarizer=offline.summarizer,
                 usage=(spent,) if isinstance(spent, LLMResult) else (),
                 fallback_reason=str(exc),
+                cites=offline.cites,
             )
 
     def _summary_fallback(
@@ -234,7 +264,7 @@ def _transcript_chunks(messages: Sequence[MessageLike]) -> list[str]:
     chunks: list[str] = []
     current: list[str] = []
     size = 0
-    for line in format_transcript(messages).split("\n"):
+    for line in format_transcript(messages, ids=True).split("\n"):
         if current and size + len(line) > MAX_TRANSCRIPT_CHARS:
             chunks.append("\n".join(current))
             current, size = [], 0

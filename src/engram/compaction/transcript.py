@@ -47,17 +47,28 @@ def tool_call_names(message: Mapping[str, Any]) -> list[str]:
     return names
 
 
-def format_transcript(messages: Sequence[MessageLike]) -> str:
-    """One line per message, ``role: content``; tool calls and results are labelled."""
+def message_id(message: MessageLike) -> int | None:
+    """The stored id of a message (a :class:`Message`, or a mapping with an ``id``), if any."""
+    value = message.id if isinstance(message, Message) else message.get("id")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def format_transcript(messages: Sequence[MessageLike], *, ids: bool = False) -> str:
+    """One line per message, ``role: content``; tool calls and results are labelled.
+
+    With ``ids``, a line of a message with a stored id starts with it: ``[#112] user: ...``.
+    """
     lines = []
     for raw in messages:
         message = as_openai(raw)
+        number = message_id(raw) if ids else None
+        head = f"[#{number}] " if number is not None else ""
         role = str(message.get("role", "unknown"))
         text = text_of(message).strip()
         if len(text) > MAX_MESSAGE_CHARS:
             text = text[:MAX_MESSAGE_CHARS] + " […]"
         if role == "tool":
-            lines.append(f"tool result: {text}")
+            lines.append(f"{head}tool result: {text}")
             continue
         calls = message.get("tool_calls") or []
         if calls:
@@ -71,7 +82,7 @@ def format_transcript(messages: Sequence[MessageLike]) -> str:
             text = (text + " " if text else "") + "[called " + ", ".join(shown) + "]"
         name = message.get("name")
         label = f"{role} ({name})" if name else role
-        lines.append(f"{label}: {text}")
+        lines.append(f"{head}{label}: {text}")
     return "\n".join(lines)
 
 

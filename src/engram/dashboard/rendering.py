@@ -16,7 +16,8 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
-from engram.dashboard.views import highlight, pretty_json
+from engram.compaction.citations import marker
+from engram.dashboard.views import cite_links, cited_groups, highlight, pretty_json
 from engram.intake.images import describe, parse_data_url
 from engram.sections.summary import section_label
 
@@ -64,6 +65,9 @@ templates.env.filters.update(
     image_line=describe,
     inline_image=_inline_image,
     section_label=section_label,
+    cite_links=cite_links,
+    cite_marker=marker,
+    cited_groups=cited_groups,
 )
 
 

@@ -12,16 +12,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
 from engram.activity import Activity
+from engram.compaction.citations import Cites, parse_ranges
+from engram.compaction.data_cites import cites_of
+from engram.compaction.state import CompactionState
 from engram.prompt_log import Turn
 
 __all__ = [
     "PROJECT_SORTS",
     "Chart",
     "ProjectRow",
+    "cite_links",
+    "cited_groups",
     "highlight",
     "pretty_json",
     "sort_projects",
@@ -88,6 +94,41 @@ def highlight(snippet: str) -> Markup:
     """A search snippet as safe HTML: the text escaped, each ``[match]`` in ``<mark>``."""
     escaped = str(escape(snippet))
     return Markup(_MARK.sub(r"<mark>\1</mark>", escaped))
+
+
+_CITE = re.compile(r"\[#\d[^\[\]]*\]")
+
+
+def cite_links(text: str, scope: str, session: str) -> Markup:
+    """``text`` as safe HTML, each citation (``[#112-#140, #150]``) linked to its messages.
+
+    Each range links to the conversation's history opened at its first message.
+    """
+    out: list[str] = []
+    start = 0
+    for match in _CITE.finditer(text):
+        out.append(str(escape(text[start : match.start()])))
+        links = [
+            f'<a class="cite" href="/p/{_part(scope)}/s/{_part(session)}?at={low}#m-{low}">'
+            f"#{low}{'' if low == high else f'–#{high}'}</a>"
+            for low, high in parse_ranges(match.group(0))
+        ]
+        out.append("[" + ", ".join(links) + "]" if links else str(escape(match.group(0))))
+        start = match.end()
+    out.append(str(escape(text[start:])))
+    return Markup("".join(out))
+
+
+def _part(value: str) -> str:
+    return quote(str(value), safe="")
+
+
+def cited_groups(state: CompactionState) -> list[tuple[str, list[tuple[str, Cites]]]]:
+    """The important data as (field, [(item, its citation), ...]), fields in order."""
+    groups: dict[str, list[tuple[str, Cites]]] = {}
+    for name, item, cites in cites_of(state.important_data, state.important_cites):
+        groups.setdefault(name, []).append((item, cites))
+    return list(groups.items())
 
 
 def pretty_json(value: Any) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from engram.compaction.statements import DECISION, FACT, PREFERENCE, Statement, statements
 from engram.compaction.transcript import format_transcript, split_sentences
 from engram.errors import LLMBadResponse
+from engram.flags import flags
 from engram.llm import LLMClient, LLMResult
 from engram.memories.budget import PURPOSE_CREATE
 from engram.memories.records import MAX_CONTENT_CHARS, TARGET_CHARS
@@ -145,6 +146,12 @@ def read_transcript(
     return list(reversed(chosen))
 
 
+def without_flagged(transcript: Sequence[Message]) -> tuple[list[Message], int]:
+    """The transcript without messages that read like instructions to a model; how many went."""
+    kept = [m for m in transcript if not flags(m.content)]
+    return kept, len(transcript) - len(kept)
+
+
 def creation_messages(transcript: Sequence[Message]) -> list[dict[str, str]]:
     """The chat request of the creation call: the prompt with the conversation."""
     return [
@@ -184,9 +191,15 @@ def clean_memory_text(text: str) -> str:
 
 
 def extractive_memory(transcript: Sequence[Message]) -> str | None:
-    """One or two sentences of what was decided or learned, or None if nothing was.
+    """One or two sentences of what was decided or learned, or None (see :func:`written_from`)."""
+    found = written_from(transcript)
+    return found[0] if found is not None else None
 
-    The conversation's statements are ranked: decisions (the user's, and the
+
+def written_from(transcript: Sequence[Message]) -> tuple[str, list[int]] | None:
+    """One or two sentences of what was decided or learned, and the ids they came from.
+
+    None if nothing was. The conversation's statements are ranked: decisions (the user's, and the
     assistant's records of them) first, then the user's preferences, then the
     user's facts, each weighed by cue words (preferences, decisions, facts about
     the user and their work), numbers and length (what says more); among equals
@@ -215,7 +228,8 @@ def extractive_memory(transcript: Sequence[Message]) -> str | None:
         kept.append(other)
         break
     sentences = [_end_sentence(s.text) for s in sorted(kept, key=lambda s: s.order)]
-    return _bound(" ".join(sentences), MAX_CONTENT_CHARS)
+    ids = sorted({transcript[s.message].id for s in kept})
+    return _bound(" ".join(sentences), MAX_CONTENT_CHARS), ids
 
 
 def _memory_score(statement: Statement) -> float:

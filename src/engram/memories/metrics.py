@@ -20,6 +20,7 @@ COUNTERS = (
     "injections",
     "deferred",
     "deferred_completed",
+    "flagged_kept_out",
 )
 #: Gauges, as :meth:`MemoryMetrics.snapshot` reports them.
 GAUGES = ("scopes_with_memories",)

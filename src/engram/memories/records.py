@@ -10,6 +10,10 @@ Two memories *repeat* each other when their normalized texts are equal or
 their word sets (stop words left out) overlap by at least
 :data:`DUPLICATE_JACCARD` (Jaccard index);
 a repeated memory is not stored twice.
+
+A memory made from a conversation records its sources (``metadata["sources"]``:
+session -> id ranges of the messages it was written from), so forgetting a
+message finds the memories that used it (:mod:`engram.forgetting`).
 """
 
 from __future__ import annotations
@@ -17,13 +21,16 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engram.compaction.citations import from_ids, read_cites, to_json, union
 from engram.errors import ConfigError, InvalidQuery
+from engram.flags import flags
 from engram.intake.checks import MAX_CONTENT_BYTES, json_value, text_field
 from engram.models import JSON, MemoryRecord
+from engram.receipts import MEMORY, REMOVED, Derived, Receipt
 
 #: Memories a scope keeps by default.
 DEFAULT_CAP = 10
@@ -115,6 +122,56 @@ def check_metadata(metadata: Mapping[str, Any] | None) -> JSON:
                 f"memory metadata {key!r} must be a list of text", field=f"metadata.{key}"
             )
     return out
+
+
+#: Metadata key of where a memory came from: session -> id ranges of its messages
+#: (``{"chat-42": [[112, 140]]}``), written when it is made from a conversation.
+SOURCES_KEY = "sources"
+
+
+def source_ranges(session: str, ids: Iterable[int], order: Sequence[int]) -> JSON:
+    """The ``sources`` metadata of a memory made from messages ``ids`` of ``session``."""
+    return {session: to_json(from_ids(ids, order))}
+
+
+def merged_metadata(target: Mapping[str, Any], merged_in: Mapping[str, Any]) -> JSON:
+    """``target``'s metadata once ``merged_in``'s memory was merged into it: sources joined."""
+    out = dict(target)
+    mine, theirs = target.get(SOURCES_KEY), merged_in.get(SOURCES_KEY)
+    if isinstance(theirs, Mapping):
+        joined = dict(mine) if isinstance(mine, Mapping) else {}
+        for session, ranges in theirs.items():
+            joined[session] = to_json(
+                union(read_cites(joined.get(session)) or (), read_cites(ranges) or ())
+            )
+        out[SOURCES_KEY] = joined
+    related = [*out.get("related_sessions", []), *merged_in.get("related_sessions", [])]
+    if related:
+        out["related_sessions"] = list(dict.fromkeys(r for r in related if isinstance(r, str)))
+    return out
+
+
+def refuse_flagged(text: str) -> None:
+    """Refuse memory text that reads like instructions to a model, naming what it reads like.
+
+    Raises:
+        InvalidQuery: ``text`` is flagged (:func:`engram.flags.flags`).
+
+    """
+    found = flags(text)
+    if found:
+        raise InvalidQuery(
+            f"content: the memory reads like instructions to a model ({', '.join(found)}); "
+            "memories keep facts, not instructions"
+        )
+
+
+def memory_receipt(scope: str, memory_id: int) -> Receipt:
+    """The receipt of deleting one memory: it is gone, and prompts are built without it."""
+    line = Derived(
+        MEMORY, f"memory {memory_id}", REMOVED, "the scope's next prompts are built without it"
+    )
+    return Receipt("memory_delete", scope, None, derived=(line,))
 
 
 def check_cap(cap: object) -> int:

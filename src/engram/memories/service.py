@@ -32,10 +32,12 @@ from typing import Any, TypeVar
 
 from engram import telemetry
 from engram.errors import ConfigError, LLMError, MemoryNotFound, StoreError
+from engram.flags import flags
 from engram.llm import LLMClient, LLMResult
 from engram.llm.client import MAX_ATTEMPTS
+from engram.memories.block import memory_block
 from engram.memories.budget import PURPOSE_COMPACT, MemoryBudget, is_pending
-from engram.memories.creation import extractive_memory, llm_memory, read_transcript
+from engram.memories.creation import llm_memory, read_transcript, without_flagged, written_from
 from engram.memories.eviction import (
     MAX_DECISION_TOKENS,
     Decision,
@@ -47,17 +49,22 @@ from engram.memories.eviction import (
 from engram.memories.metrics import MemoryMetrics
 from engram.memories.records import (
     DEFAULT_CAP,
+    SOURCES_KEY,
     CreatedMemory,
     Outcome,
     check_cap,
     check_content,
     check_metadata,
     find_duplicate,
+    memory_receipt,
+    merged_metadata,
+    refuse_flagged,
+    source_ranges,
 )
-from engram.memories.rendering import format_memories
 from engram.memories.search import rank
 from engram.models import JSON, MemoryRecord, Message
 from engram.named_lock import NamedLock, named_lock
+from engram.receipts import Receipt
 from engram.store import Store
 from engram.store.base import MAX_PAGE
 
@@ -80,23 +87,6 @@ def scope_lock(store: Store, scope: str) -> NamedLock:
     live ``Memories`` object of the scope shares it; it is dropped when none is left.
     """
     return named_lock(store, store.url, f"memories:{scope}")
-
-
-def memory_block(
-    store: Store, scope: str, metrics: MemoryMetrics, *, label: str | None = None, tz: Any = None
-) -> str:
-    """The memory block of ``scope`` for its prompts ("" when it has none).
-
-    Counts one injection when there is something to inject. A function, not a
-    ``Memories`` method only: every ``context()`` calls it, and reading needs
-    neither the scope's write lock nor a model client.
-    """
-    memories = store.list_memories(scope)
-    text = format_memories(label or scope, memories, tz=tz)
-    if text:
-        metrics.incr("injections")
-        logger.debug("retrieved %d memories for scope %s", len(memories), scope)
-    return text
 
 
 def bounded_client(llm: LLMClient, timeout: float) -> LLMClient:
@@ -127,6 +117,7 @@ class Memories:
         budget: MemoryBudget | None = None,
         metrics: MemoryMetrics | None = None,
         label: str | None = None,
+        keep_flagged_out: bool = False,
     ) -> None:
         """Bind the memories of ``scope``; nothing is read or written yet.
 
@@ -141,6 +132,9 @@ class Memories:
             budget: Energy budget shared by the engine (default: unlimited).
             metrics: Counters shared by the engine (default: private ones).
             label: Scope name shown in the prompt (default: the scope id).
+            keep_flagged_out: Keep text that reads like instructions to a model
+                out of memories: such messages are left out of the conversation a
+                memory is written from, and such memories are refused.
 
         Raises:
             ConfigError: bad cap or timeout.
@@ -156,6 +150,7 @@ class Memories:
         self.budget = budget if budget is not None else MemoryBudget()
         self.metrics = metrics if metrics is not None else MemoryMetrics()
         self.label = label or scope
+        self.keep_flagged_out = keep_flagged_out
         self._lock = scope_lock(store, scope)
 
     def __repr__(self) -> str:
@@ -229,7 +224,7 @@ class Memories:
             StoreError: the store failed twice.
 
         """
-        return self._create(check_content(content), source_session, check_metadata(metadata))
+        return self._create(self._unflagged(content), source_session, check_metadata(metadata))
 
     def update(
         self,
@@ -246,6 +241,8 @@ class Memories:
         """
         text = check_content(content) if content is not None else None
         meta = check_metadata(metadata) if metadata is not None else None
+        if content is not None:
+            self._unflagged(content)
         traced = telemetry.memory_span("update_memory", self.scope, record=str(memory_id), count=1)
         with traced, self._lock:
             updated = self.store.update_memory(self.scope, memory_id, content=text, metadata=meta)
@@ -257,8 +254,8 @@ class Memories:
             telemetry.memory_written(traced, updated)
         return updated
 
-    def delete(self, memory_id: int) -> None:
-        """Delete one memory of this scope.
+    def delete(self, memory_id: int) -> Receipt:
+        """Delete one memory of this scope; the receipt says what followed.
 
         The audit trail keeps what was done (action, ids, time) but no longer the
         text of any memory that is gone: each event about deleted memories keeps a
@@ -277,8 +274,12 @@ class Memories:
             self.store.redact_audit(self.scope, live - {memory_id})
             if not self.store.delete_memory(self.scope, memory_id):
                 raise MemoryNotFound(f"no memory {memory_id} in scope {self.scope!r}")
-            self.store.add_audit(self.scope, {"event": "delete", "memory": memory_id})
+            receipt = memory_receipt(self.scope, memory_id)
+            self.store.add_audit(
+                self.scope, {"event": "delete", "memory": memory_id, "receipt": receipt.to_dict()}
+            )
             self.metrics.scope_size(self.scope, self.count())
+        return receipt
 
     def purge(self) -> int:
         """Delete every memory of the scope (the purge); the audit trail stays, without text."""
@@ -311,15 +312,20 @@ class Memories:
 
         """
         transcript = read_transcript(self._reader(session))
+        if self.keep_flagged_out:
+            transcript, flagged = without_flagged(transcript)
+            self.metrics.incr("flagged_kept_out", flagged)
         if not transcript:
             return Outcome("skipped", self.scope, session, detail="the conversation is empty")
         meta: JSON = {"related_sessions": [session]}
         if reason:
             meta["end_reason"] = reason
+        sources = [m.id for m in transcript]
         if self.llm is None:
-            text = extractive_memory(transcript)
-            if text is None:
+            found = written_from(transcript)
+            if found is None:
                 return Outcome("skipped", self.scope, session, detail="no user statement to keep")
+            text, sources = found
             meta["origin"] = "extractive"
         else:
             why = self.budget.exhausted(self.store, self.scope)
@@ -346,6 +352,10 @@ class Memories:
                 return Outcome("failed", self.scope, session, detail=str(exc))
             self.budget.charge(self.store, self.scope, session, result)
             meta["origin"] = f"llm:{result.model}"
+        meta[SOURCES_KEY] = source_ranges(session, sources, [m.id for m in transcript])
+        if self.keep_flagged_out and flags(text):
+            self.metrics.incr("flagged_kept_out")
+            return Outcome("skipped", self.scope, session, detail="it read like instructions")
         record = self._create(text, session, meta)
         if record.status == "duplicate":
             return Outcome("duplicate", self.scope, session, memory=record.record())
@@ -383,6 +393,14 @@ class Memories:
         return outcomes
 
     # -- internals --------------------------------------------------------------------
+
+    def _unflagged(self, content: object) -> str:
+        """Checked content, refused when it reads like instructions and the scope says so."""
+        text = check_content(content)
+        if self.keep_flagged_out and flags(text):
+            self.metrics.incr("flagged_kept_out")
+            refuse_flagged(text)
+        return text
 
     def _create(self, text: str, session: str | None, meta: JSON) -> CreatedMemory:
         """Add unless repeated, then compact to the cap (traced as ``upsert_memory``)."""
@@ -522,8 +540,12 @@ class Memories:
         if decision.action == "delete":
             return self.store.delete_memory(self.scope, decision.target_id)
         assert new is not None and decision.new_content is not None  # validated
+        target = self.store.get_memory(self.scope, decision.target_id)
         merged = self.store.update_memory(
-            self.scope, decision.target_id, content=decision.new_content
+            self.scope,
+            decision.target_id,
+            content=decision.new_content,
+            metadata=merged_metadata(target.metadata, new.metadata) if target else None,
         )
         if merged is None:
             return False

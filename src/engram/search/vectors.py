@@ -48,6 +48,10 @@ class VectorStore(Protocol):
         """``(id, text)`` of the session's messages without a vector, oldest first."""
         ...
 
+    def vector_ids(self, scope: str, session: str, ids: Collection[int]) -> set[int]:
+        """Which of the session's messages ``ids`` have a vector."""
+        ...
+
     def nearest(
         self,
         scope: str,

@@ -6,6 +6,7 @@ from engram.compaction.cycle import CompactionResult
 from engram.context import Context
 from engram.errors import InvalidMessage
 from engram.models import MemoryRecord, Message, SearchHit, SessionInfo
+from engram.receipts import Receipt
 from engram.scopes import ScopeSummary
 from engram.server.schemas import (
     CompactOut,
@@ -13,6 +14,7 @@ from engram.server.schemas import (
     MemoryOut,
     MessageOut,
     OmissionOut,
+    ReceiptOut,
     ScopeOut,
     SearchHitOut,
     SectionOut,
@@ -30,6 +32,11 @@ def one_message_error(exc: InvalidMessage) -> InvalidMessage:
     field = exc.field or ""
     field = field.removeprefix("messages[0].") if field != "messages[0]" else ""
     return InvalidMessage(text, field=field or None)
+
+
+def receipt_out(receipt: Receipt) -> ReceiptOut:
+    """A deletion's receipt (no message text, ever)."""
+    return ReceiptOut.model_validate(receipt.to_dict())
 
 
 def message_out(message: Message) -> MessageOut:

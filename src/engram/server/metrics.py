@@ -77,6 +77,24 @@ class _EngramCollector(Collector):
             seconds.add_metric([outcome], spent)
         yield done
         yield seconds
+        yield CounterMetricFamily(
+            "engram_compaction_flagged_kept_out",
+            "Messages kept out of summaries because they read like instructions to a model.",
+            self._engram.compaction_metrics.flagged_kept_out,
+        )
+        recalled = CounterMetricFamily(
+            "engram_flagged_recalled",
+            "Recalled texts handed to a model that read like instructions, by flag.",
+            labels=["flag"],
+        )
+        for flag, count in self._engram.flag_metrics.snapshot()[0].items():
+            recalled.add_metric([flag], count)
+        yield recalled
+        yield CounterMetricFamily(
+            "engram_compaction_citations_dropped",
+            "Ranges summarizers cited outside the messages they folded (dropped).",
+            self._engram.compaction_metrics.citations_dropped,
+        )
 
 
 class ServerMetrics:

@@ -208,6 +208,34 @@ class DeletedOut(BaseModel):
     success: bool
 
 
+class DerivedOut(BaseModel):
+    """One thing made from the deleted messages, and what the deletion did to it."""
+
+    kind: str = Field(
+        description="summary, important_data, agent_state, tool_cache, memory, vectors, "
+        "search_index or session"
+    )
+    ref: str = Field(description="Which one, by id, version or count (never its text).")
+    outcome: str = Field(description="rebuilt, rebuild pending, removed or unchanged")
+    detail: str = ""
+
+
+class ReceiptOut(BaseModel):
+    """The receipt of a deletion: what it removed and what became of what was made from it."""
+
+    success: bool = True
+    action: str = Field(description="delete, clear, forget_scope or memory_delete")
+    scope: str
+    session: str | None = None
+    message_count: int = Field(description="How many messages were removed.")
+    messages: list[list[int]] = Field(description="The removed messages' ids, as [low, high].")
+    derived: list[DerivedOut]
+    rebuilt: bool = Field(description="Rebuilds ran before the answer (rebuild=true).")
+    counts: dict[str, int] | None = Field(
+        default=None, description="A forgotten scope: sessions, messages and memories removed."
+    )
+
+
 class ScopePurgedOut(BaseModel):
     """What deleting a whole scope removed."""
 
@@ -217,6 +245,9 @@ class ScopePurgedOut(BaseModel):
     memories: int
     forgotten: bool = Field(
         description="Whether the audit trail and usage went too (``forget=true``)."
+    )
+    receipt: ReceiptOut | None = Field(
+        default=None, description="The receipt of a forgotten scope (``forget=true``)."
     )
 
 
@@ -384,6 +415,12 @@ class CompactionStateOut(BaseModel):
     llm_failures: int
     compressions: int
     last_error: str | None
+    citations: JSONObject = Field(
+        default_factory=dict,
+        description="summary: one list of [low, high] id ranges per paragraph (paragraphs are "
+        "separated by blank lines); important_data: field -> item -> ranges; exact: every "
+        "version was written offline",
+    )
 
 
 class EndIn(BaseModel):

@@ -20,6 +20,7 @@ and MCP ("mcp"). Further tools join with :func:`register`.
 """
 
 from engram.tools.definitions import (
+    expand,
     get_extended_context,
     get_memory_stats,
     get_message_by_id,
@@ -64,6 +65,7 @@ BUILTIN_TOOLS = (
     get_extended_context,
     get_message_by_id,
     get_memory_stats,
+    expand,
     search_memories,
 )
 for _builtin in BUILTIN_TOOLS:

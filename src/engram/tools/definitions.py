@@ -14,7 +14,9 @@ scope), the docstring is what the model reads. Compared with a plain chat-bot hi
 * ``get_message_by_id`` only finds messages of the caller's scope; one of
   another scope is "not found", exactly like a missing one;
 * extended context pages backwards with ``before_id`` instead of always
-  returning the same newest messages.
+  returning the same newest messages;
+* ``expand`` reads the messages a summary or important-data citation names
+  (``[#112-#140]``), verbatim, within a token limit.
 """
 
 from __future__ import annotations
@@ -23,13 +25,15 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
+from engram.compaction.citations import ids_text, parse_ranges
 from engram.errors import InvalidQuery, MessageNotFound, NotFound
+from engram.flags import flags
 from engram.intake.checks import MAX_CONTENT_BYTES, MAX_MESSAGE_ID, timestamp
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.models import JSON, Message, SearchHit
 from engram.searching import MAX_NEIGHBOURS
 from engram.tools.packing import Entry, pack
-from engram.tools.registry import ToolSession, tool
+from engram.tools.registry import RECORDS_NOTE, ToolSession, tool
 from engram.tools.results import MIN_RESULT_TOKENS
 from engram.tools.schema import Length, Range
 
@@ -43,11 +47,18 @@ MAX_DATE_CHARS = 100
 NEIGHBOUR_CHARS = 400
 #: Largest token budget ``search_history`` packs its results into.
 MAX_PACKED_TOKENS = 32_000
+#: Longest citation ``expand`` accepts, in characters.
+MAX_CITE_CHARS = 500
+#: Tokens of messages ``expand`` returns by default, and at most.
+EXPAND_TOKENS = 2000
+MAX_EXPAND_TOKENS = 4000
+#: Messages ``expand`` reads per store call.
+_EXPAND_PAGE = 50
 
 RoleName = Literal["system", "user", "assistant", "tool"]
 
 
-@tool(items_key="results")
+@tool(items_key="results", recalls=True)
 def search_history(
     session: ToolSession,
     query: Annotated[str, Length(1, MAX_QUERY_CHARS)],
@@ -103,7 +114,8 @@ def search_history(
         if all_sessions:
             item["session"] = hit.message.session
         entries.append(Entry(item, _partner(hit, shown), [_brief(m, zone) for m in hit.context]))
-    out: JSON = {"query": query}
+    # The records statement heads the result here, so packing counts it.
+    out: JSON = {"about": RECORDS_NOTE, "session": session.id, "query": query}
     if start is not None and end is not None:
         out["from"], out["until"] = _local(start, zone), _local(end, zone)
     if max_tokens is not None:
@@ -120,6 +132,8 @@ def _partner(hit: SearchHit, shown: set[int]) -> JSON | None:
     out: JSON = {"id": hit.partner.id, "role": hit.partner.role}
     if hit.partner.id not in shown:
         out["snippet"] = hit.partner_snippet
+        if found := flags(hit.partner.content):
+            out["flags"] = list(found)
     return out
 
 
@@ -128,7 +142,7 @@ def _moment(as_of: str | None) -> datetime | None:
     return None if as_of is None else timestamp(as_of, field="as_of", error=InvalidQuery)
 
 
-@tool(items_key="messages")
+@tool(items_key="messages", recalls=True)
 def get_messages_by_date(
     session: ToolSession,
     date: Annotated[str, Length(1, MAX_DATE_CHARS)],
@@ -162,7 +176,7 @@ def get_messages_by_date(
     }
 
 
-@tool(items_key="messages", drop_from="start")
+@tool(items_key="messages", drop_from="start", recalls=True)
 def get_extended_context(
     session: ToolSession,
     count: Annotated[int, Range(1, MAX_EXTENDED_CONTEXT)] = 30,
@@ -188,7 +202,7 @@ def get_extended_context(
     }
 
 
-@tool()
+@tool(recalls=True)
 def get_message_by_id(
     session: ToolSession,
     message_id: Annotated[int, Range(1, MAX_MESSAGE_ID)],
@@ -226,6 +240,51 @@ def get_message_by_id(
     return out
 
 
+@tool(items_key="messages", recalls=True)
+def expand(
+    session: ToolSession,
+    ids: Annotated[str, Length(1, MAX_CITE_CHARS)],
+    max_tokens: Annotated[int, Range(100, MAX_EXPAND_TOKENS)] = EXPAND_TOKENS,
+) -> JSON:
+    """Read word for word the messages a summary citation such as [#112-#140] names.
+
+    Args:
+        session: The bound session (hidden from the model).
+        ids: The ids as shown, e.g. "#112-#140". Read on with the ids in "rest".
+        max_tokens: Most tokens of messages to return.
+    """
+    ranges = parse_ranges(ids)
+    if not ranges:
+        raise InvalidQuery(f"ids: write message ids as #12 or #12-#30, got {ids!r}")
+    zone = session.tz
+    found: list[Message] = []
+    used = 0
+    rest: list[tuple[int, int]] = []
+    for index, (low, high) in enumerate(ranges):
+        after: int | None = low - 1 if low > 1 else None
+        while not rest:
+            page = [m for m in session.messages(after_id=after, limit=_EXPAND_PAGE) if m.id <= high]
+            for message in page:
+                if found and used + message.tokens > max_tokens:
+                    rest.append((message.id, high))
+                    break
+                found.append(message)
+                used += message.tokens
+            if rest or len(page) < _EXPAND_PAGE:
+                break
+            after = page[-1].id
+        if rest:
+            rest.extend(ranges[index + 1 :])
+            break
+    return {
+        "ids": ids_text(ranges),
+        "session": session.id,
+        "count": len(found),
+        "rest": ids_text(tuple(rest)) or None,
+        "messages": [_full(message, zone) for message in found],
+    }
+
+
 @tool()
 def get_memory_stats(session: ToolSession) -> JSON:
     """Get the size of this conversation's history: message count, first and last dates, tokens."""
@@ -246,6 +305,9 @@ def _head(message: Message, zone: ZoneInfo) -> JSON:
     if message.name:
         out["name"] = message.name
     out["created_at"] = _local(message.created_at, zone)
+    found = flags(message.content)
+    if found:
+        out["flags"] = list(found)  # it reads like instructions: a record, never to follow
     return out
 
 

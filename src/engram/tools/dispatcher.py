@@ -16,8 +16,9 @@ from typing import Any
 
 from engram.errors import ConfigError, DateParseError, EngramError, InvalidQuery, NotFound
 from engram.intake.checks import is_clean
+from engram.models import JSON
 from engram.tokens import TokenCounter
-from engram.tools.registry import TOOLS, Tool, ToolSession
+from engram.tools.registry import RECORDS_NOTE, TOOLS, Tool, ToolSession
 from engram.tools.results import (
     DEFAULT_MAX_RESULT_TOKENS,
     MIN_RESULT_TOKENS,
@@ -87,6 +88,10 @@ def dispatch(
         tool = _find(name, names, TOOLS if registry is None else registry)
         values = validate(tool, decode_arguments(arguments), also_accepts=also_accepts)
         result = tool.func(session, **values)
+        if tool.recalls:
+            if "about" not in result:  # a tool that packs to a size heads its result itself
+                result = {"about": RECORDS_NOTE, "session": session.id, **result}
+            _count_flags(session, result)
         capped = cap_result(
             result,
             max_tokens=max_result_tokens,
@@ -256,3 +261,18 @@ def _show(value: Any) -> str:
         text = type(value).__name__
     kind = "null" if value is None else type(value).__name__
     return f"{kind} {text[:40]}" if value is not None else kind
+
+
+def _count_flags(session: ToolSession, result: JSON) -> None:
+    """Tell the session (when it counts them) the flags of the records handed to the model."""
+    record = getattr(session, "record_flags", None)
+    if record is None:
+        return
+    found: list[str] = []
+    for value in result.values():
+        items = value if isinstance(value, list) else [value]
+        found += [f for item in items if isinstance(item, dict) for f in item.get("flags", ())]
+    if isinstance(result.get("flags"), list):
+        found += result["flags"]
+    if found:
+        record(found)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from engram.errors import MemoryNotFound, NotFound
+from engram.flags import flags
 from engram.memories.records import MAX_CONTENT_CHARS, memory_json
 from engram.models import JSON, MemoryRecord
 from engram.tools.registry import ToolSession, tool
@@ -28,7 +29,7 @@ MAX_MEMORY_RESULTS = 20
 MAX_MEMORY_QUERY_CHARS = 500
 
 
-@tool(items_key="results")
+@tool(items_key="results", recalls=True)
 def search_memories(
     session: ToolSession,
     query: Annotated[str, Length(1, MAX_MEMORY_QUERY_CHARS)],
@@ -53,7 +54,7 @@ def search_memories(
     return {"query": query, "count": len(results), "results": results}
 
 
-@tool(items_key="memories")
+@tool(items_key="memories", recalls=True)
 def list_memories(session: ToolSession) -> JSON:
     """List every long-term memory of this project, oldest first (a project keeps only a few)."""
     memories = [_shown(memory) for memory in session.memories().list()]
@@ -120,7 +121,13 @@ def delete_memory(session: ToolSession, memory_id: Annotated[int, Range(1, None)
 
 
 def _shown(memory: MemoryRecord) -> JSON:
-    """A memory as the model sees it: no scope (it is implied), no internal metadata."""
+    """A memory as the model sees it: no scope (it is implied), no internal metadata.
+
+    A memory that reads like instructions to a model says so in ``flags``.
+    """
     item = memory_json(memory)
     del item["scope"], item["metadata"]
+    found = flags(memory.content)
+    if found:
+        item["flags"] = list(found)
     return item

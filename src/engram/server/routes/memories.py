@@ -8,16 +8,16 @@ from fastapi import Path, Query
 
 from engram.aio import offload
 from engram.limits import MAX_ID
-from engram.server.convert import memory_out
+from engram.server.convert import memory_out, receipt_out
 from engram.server.deps import EngramDep, ScopePath, v1_router
 from engram.server.schemas import (
     AuditOut,
-    DeletedOut,
     MemoriesPurgedOut,
     MemoryIn,
     MemoryList,
     MemoryOut,
     MemoryPatch,
+    ReceiptOut,
 )
 from engram.server.settings import MAX_PAGE_SIZE
 
@@ -73,8 +73,7 @@ async def edit_memory(
     return memory_out(updated)
 
 
-@router.delete("/scopes/{scope}/memories/{memory_id}", response_model=DeletedOut)
-async def delete_memory(engram: EngramDep, scope: ScopePath, memory_id: MemoryId) -> DeletedOut:
-    """Delete one memory: ``{"success": true}``."""
-    await offload(engram.memories(scope).delete, memory_id)
-    return DeletedOut(success=True)
+@router.delete("/scopes/{scope}/memories/{memory_id}", response_model=ReceiptOut)
+async def delete_memory(engram: EngramDep, scope: ScopePath, memory_id: MemoryId) -> ReceiptOut:
+    """Delete one memory: ``{"success": true, ...}`` with the receipt of what followed."""
+    return receipt_out(await offload(engram.memories(scope).delete, memory_id))

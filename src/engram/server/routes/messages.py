@@ -12,14 +12,28 @@ from engram.idempotency import MAX_KEY_BYTES
 from engram.intake.checks import MAX_MESSAGE_ID
 from engram.server import documented
 from engram.server.boundary import on_session
-from engram.server.convert import message_out, messages_out, one_message_error
+from engram.server.convert import message_out, messages_out, one_message_error, receipt_out
 from engram.server.deps import EngramDep, MetricsDep, ScopePath, SessionPath, v1_router
-from engram.server.schemas import AppendIn, AppendOut, MessageBatchIn, MessageOut, MessagePage
+from engram.server.schemas import (
+    AppendIn,
+    AppendOut,
+    MessageBatchIn,
+    MessageOut,
+    MessagePage,
+    ReceiptOut,
+)
 from engram.server.settings import MAX_PAGE_SIZE
 
 router = v1_router("messages")
 
 MessageId = Annotated[int, Path(ge=1, le=MAX_MESSAGE_ID, description="A message id.")]
+Rebuild = Annotated[
+    bool,
+    Query(
+        description="Rebuild the summary, important data and memories that used the messages "
+        "before answering (else the summary is rebuilt at the next turn)."
+    ),
+]
 
 
 @router.post(
@@ -89,3 +103,26 @@ async def list_messages(
 async def get_message(engram: EngramDep, scope: ScopePath, message_id: MessageId) -> MessageOut:
     """One message by id, only if it belongs to this scope (else 404)."""
     return message_out(await offload(engram.message, message_id, scope))
+
+
+@router.delete("/scopes/{scope}/messages/{message_id}", response_model=ReceiptOut)
+async def delete_message(
+    engram: EngramDep, scope: ScopePath, message_id: MessageId, rebuild: Rebuild = False
+) -> ReceiptOut:
+    """Forget one message (a tool call goes with its results) and what was made from it.
+
+    The receipt lists the removed ids and each derived thing (summary, important
+    data, agent state, tool cache, memories, vectors, index rows) with what
+    happened to it; it is also written to the scope's audit trail.
+    """
+    receipt = await offload(engram.delete_message, message_id, scope, rebuild=rebuild)
+    return receipt_out(receipt)
+
+
+@router.delete("/scopes/{scope}/sessions/{session}/messages", response_model=ReceiptOut)
+async def clear_session(
+    engram: EngramDep, scope: ScopePath, session: SessionPath, rebuild: Rebuild = False
+) -> ReceiptOut:
+    """Forget every message and state of a session (it stays, empty, with its policy)."""
+    receipt = await on_session(engram, scope, session, lambda s: s.clear(rebuild=rebuild))
+    return receipt_out(receipt)

@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import Query
 
 from engram.aio import offload
-from engram.server.convert import scope_out
+from engram.server.convert import receipt_out, scope_out
 from engram.server.deps import ADMIN, CallerDep, EngramDep, ScopePath, v1_router
 from engram.server.schemas import ScopeList, ScopeOut, ScopePurgedOut
 
@@ -42,13 +42,16 @@ async def delete_scope(
     """Delete a whole scope: every session, message and memory (admin).
 
     The audit trail stays with the action, ids and times but without the memories' text
-    (a SHA-256 of it instead); with ``forget=true`` it goes too.
+    (a SHA-256 of it instead); with ``forget=true`` it goes too, and the answer
+    carries the deletion's receipt.
     """
-    gone = await offload(engram.forget_scope if forget else engram.purge_scope, scope)
+    receipt = await offload(engram.forget_scope, scope) if forget else None
+    gone = receipt.counts if receipt is not None else await offload(engram.purge_scope, scope)
     return ScopePurgedOut(
         success=True,
         sessions=gone["sessions"],
         messages=gone["messages"],
         memories=gone["memories"],
         forgotten=forget,
+        receipt=receipt_out(receipt) if receipt is not None else None,
     )

@@ -56,6 +56,21 @@ class PostgresVectors(PostgresConnections):
 
         self._write(work)
 
+    def vector_ids(self, scope: str, session: str, ids: Collection[int]) -> set[int]:
+        """Which of the session's messages ``ids`` have a vector (none without pgvector)."""
+
+        def work(conn: Conn) -> set[int]:
+            if conn.execute("SELECT to_regclass('message_vectors')").fetchone() == (None,):
+                return set()
+            rows = conn.execute(
+                "SELECT message_id FROM message_vectors WHERE scope = %s AND session = %s"
+                " AND message_id = ANY(%s)",
+                (scope, session, sorted(set(ids))),
+            ).fetchall()
+            return {int(r[0]) for r in rows}
+
+        return self._read(work)
+
     def pending_vectors(self, scope: str, session: str, limit: int) -> list[tuple[int, str]]:
         """``(id, text)`` of the session's messages that have no vector yet, oldest first."""
 

@@ -9,7 +9,7 @@ deleted id is never handed out again.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from zoneinfo import ZoneInfo
 
 from engram.models import Message
@@ -40,6 +40,8 @@ class SQLiteEdits(SQLiteConnections):
     """The :class:`~engram.store.base.MessageEditor` verbs of the SQLite store."""
 
     zone: ZoneInfo  # time zone of the date words (set by the store)
+    # The vector half's: drops a session's vectors cached in this process.
+    _forget_vectors: Callable[[int], None]
 
     @_guarded
     def delete_messages(self, scope: str, session: str, ids: Sequence[int]) -> list[Message]:
@@ -66,6 +68,8 @@ class SQLiteEdits(SQLiteConnections):
             refresh_context(tx.conn, pk, [m.id for m in gone], self.zone)
             if gone:
                 tx.conn.execute(_RETOTAL, (len(gone), sum(m.tokens for m in gone), _ts(_now()), pk))
+        if gone:
+            self._forget_vectors(pk)  # the cached matrix must not keep the deleted rows
         return gone
 
     @_guarded
@@ -78,6 +82,10 @@ class SQLiteEdits(SQLiteConnections):
             if row is None:
                 return counts
             scope_pk = int(row[0])
+            sessions = [r[0] for r in conn.execute(_SESSIONS_OF[1:-1], (scope_pk,))]
+            conn.execute(
+                f"DELETE FROM message_vectors WHERE session_id IN {_SESSIONS_OF}", (scope_pk,)
+            )
             counts["messages"] = conn.execute(
                 f"DELETE FROM messages WHERE session_id IN {_SESSIONS_OF}", (scope_pk,)
             ).rowcount
@@ -98,6 +106,8 @@ class SQLiteEdits(SQLiteConnections):
             ).rowcount
         for key in [key for key in self._sessions if key[0] == scope]:
             self._sessions.pop(key, None)
+        for pk in sessions:
+            self._forget_vectors(pk)
         return counts
 
 

