@@ -339,9 +339,11 @@ class PromptArchive(Protocol):
         keep_versions: Mapping[str, Collection[int]],
         keep_texts: Collection[str],
     ) -> None:
-        """Drop the recipes of turns before ``before_turn``, the superseded state versions
-        not in ``keep_versions`` (by kind; a kind not named loses them all) and the
-        texts not in ``keep_texts``. The current state documents are never touched.
+        """Drop old recipes, and the superseded versions and texts no longer kept.
+
+        Recipes of turns before ``before_turn`` go, and so do the superseded state
+        versions not in ``keep_versions`` (by kind; a kind not named loses them all)
+        and the texts not in ``keep_texts``. Current state documents are never touched.
         """
         ...
 

@@ -58,16 +58,16 @@ from engram.models import (
 )
 from engram.search.index import index_zone
 from engram.search.query import SearchQuery
+from engram.store.base import VERSIONED_KINDS
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import messages_between
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
-from engram.store.base import VERSIONED_KINDS
 from engram.store.jsondir import document as jsondoc
 from engram.store.jsondir import search as jsondir_search
 from engram.store.jsondir.archive import JsonDirArchive
-from engram.store.jsondir.docs import JsonDirSessionFiles, grown
+from engram.store.jsondir.docs import grown
 from engram.store.jsondir.files import SCOPE_FILE, SESSIONS_DIR, fsync_dir
 from engram.store.jsondir.group_commit import GroupCommit, Request
 from engram.store.jsondir.keys import JsonDirApiKeys

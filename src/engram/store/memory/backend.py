@@ -34,12 +34,12 @@ from engram.search.bm25 import TextIndex, add_messages
 from engram.search.bm25 import search as text_search
 from engram.search.index import index_zone
 from engram.search.query import SearchQuery, parse
+from engram.store.base import VERSIONED_KINDS
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import messages_between, split_audit_event
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
-from engram.store.base import VERSIONED_KINDS
 from engram.store.memory.archive import Archive, MemoryArchive
 from engram.store.memory.keys import MemoryApiKeys
 from engram.store.usage_totals import usage_summary
@@ -83,6 +83,8 @@ def _copy(message: Message) -> Message:
 
 class MemoryStore(MemoryApiKeys, MemoryArchive):
     """The :class:`~engram.store.base.Store` contract in this process's memory."""
+
+    _data: _Data
 
     def __init__(self, name: str = "", *, tz: str | ZoneInfo | None = None) -> None:
         """Open the store called ``name`` (shared with other opens of the same name).

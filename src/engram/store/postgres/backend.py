@@ -40,11 +40,11 @@ from engram.models import (
     stored_message,
 )
 from engram.search.index import index_zone
+from engram.store.base import VERSIONED_KINDS
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import storable_id
 from engram.store.common import utc as _utc
-from engram.store.base import VERSIONED_KINDS
 from engram.store.postgres.archive import PostgresArchive, keep_version
 from engram.store.postgres.connection import (
     DEFAULT_MAX_SIZE,

@@ -40,10 +40,10 @@ from engram.errors import ConfigError, InvalidMessage, StoreError
 from engram.limits import MAX_ID
 from engram.models import JSON, Message, NewMessage, SessionInfo, StateRecord, stored_message
 from engram.search.index import index_zone
+from engram.store.base import VERSIONED_KINDS
 from engram.store.common import clamp as _clamp
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
-from engram.store.base import VERSIONED_KINDS
 from engram.store.sqlite.archive import ARCHIVE_TABLES, SQLiteArchive, keep_version
 from engram.store.sqlite.connection import BUSY_TIMEOUT_MS
 from engram.store.sqlite.connection import guarded as _guarded
