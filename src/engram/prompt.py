@@ -26,7 +26,7 @@ from engram.compaction.cycle import (
 )
 from engram.compaction.planner import plan_compaction, rows_from_messages
 from engram.compaction.prompt_sections import section_tokens, sections_tokens, state_sections
-from engram.compaction.state import CompactionState, fresh_state
+from engram.compaction.state import STATE_KIND, CompactionState, fresh_state
 from engram.context import (
     Context,
     HistoryReader,
@@ -145,13 +145,13 @@ def _build_prompt(
             tail_reader(runtime.store, scope, session),
             totals=totals,
         )
-        return ctx if ctx.history == history else dataclasses.replace(ctx, history=history)
+        return dataclasses.replace(ctx, history=history, offered=tuple(sections))
     fixed = fixed_tokens(request.system, sections)
     reads = _read(runtime.store, scope, session, policy)
     if policy.compacts:
         _settle_compaction(runtime, scope, session, policy, reads, fixed, request.compact)
         _report_summarizer(runtime, reads)
-    sections.extend(state_sections(reads.state))
+    sections += [s.from_state(STATE_KIND, reads.version) for s in state_sections(reads.state)]
     providers, filters, views = extras
     for provider in providers:
         sections.extend(provider.sections(runtime.store, scope, session))
@@ -178,6 +178,7 @@ def _build_prompt(
         pending_compaction=reads.pending,
         degraded=ctx.degraded or reads.degraded,
         history=history,
+        offered=tuple(sections),
     )
 
 

@@ -58,6 +58,7 @@ from engram.context.results import (
     HistoryTotals,
     Omission,
     Section,
+    SectionSource,
 )
 from engram.context.truncation import MIN_VIEW_TOKENS
 from engram.context.window import FIRST_CHUNK, MAX_CHUNK, MAX_TURN_SCAN, MIN_CHUNK
@@ -82,5 +83,6 @@ __all__ = [
     "HistoryTotals",
     "Omission",
     "Section",
+    "SectionSource",
     "build_context",
 ]

@@ -1,0 +1,214 @@
+"""The recipe of a recorded turn: what rebuilds its prompt, byte for byte. Pure code.
+
+A recipe is a JSON document (format :data:`FORMAT`)::
+
+    {"format": 1, "via": "library", "policy": "summary_buffer",
+     "policy_settings": "<text key>", "budget": 8000, "reserve": 1000,
+     "counter": "o200k_base", "model": "gpt-4o-mini",
+     "head": [[part, ...], ...],          # the leading system message(s)
+     "window": [41, 42, {"id": 43, "shown": "<text key>"}, ...],
+     "extra": "<text key>" | null,        # messages sent after the context's
+     "tools": "<text key>" | null,        # the tool schemas offered
+     "tokens": 1234, "sha256": "...", "sizes": [...], "keys": [...],
+     "turn_start": 7, "omitted": [...], "notes": [...], "degraded": null,
+     "history": [120, 45000], "pending_compaction": false, "exact": true}
+
+Each head message is its parts joined as the builder joins them (one part per
+message, or every part in one message when the system prompt and sections
+were merged). A part is the system prompt (``{"system": key}``), a section
+rendered from a versioned state document (``{"section": title, "kind":
+"compaction", "version": 7}``: rebuilt from that version), the memories
+(``{"section": title, "kind": "memories", "items": [[id, updated_at], ...],
+"text": key}``) or any other text (``{"text": key}``). A window entry is a
+stored message's id (sent as stored) or, for one sent as a view (truncated,
+shortened, a tool call left out), its id with the view as sent. A text key is
+the SHA-256 of a text stored once per session beside the recipes; the policy,
+the views, the extra messages and the tools are stored as canonical JSON text.
+When what was sent does not begin with the context's messages, the whole
+prompt is stored as one text (``"verbatim"``). ``sha256`` is the SHA-256 of
+the prompt's canonical bytes (:mod:`.digest`); ``sizes`` and ``keys`` its
+messages' byte sizes and short digests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from engram.context import Context, Section
+from engram.context.shapes import SYSTEM_JOINER
+from engram.models import JSON
+from engram.policy import Policy
+from engram.provenance.digest import canonical, prompt_digest, text_key
+
+#: Format of the recipe document.
+FORMAT = 1
+#: How a turn was recorded.
+VIA_LIBRARY = "library"
+VIA_CHAT = "chat"
+VIA_PROXY = "proxy"
+VIA_REST = "rest"
+
+
+@dataclass(slots=True)
+class PendingTurn:
+    """A turn recorded in memory, turned into a recipe when its batch is written.
+
+    Attributes:
+        ctx: The context the prompt was built from (its messages are not copied:
+            they must not be changed once built).
+        at: When the turn was recorded.
+        policy: The policy the context was built with.
+        model: The model named for counting (None: the default encoding).
+        system: The system prompt asked for (the prompt may show it cut).
+        merge_system: The caller asked for one system message.
+        sent: The messages sent, when not exactly ``ctx.messages`` (more after
+            them, e.g. tool rounds not stored); None: ``ctx.messages``.
+        tools: The tool schemas offered with the prompt, if any.
+        via: Which interface recorded it (:data:`VIA_LIBRARY`...).
+        texts: The texts the recipe names, by key (filled while it is built).
+
+    """
+
+    ctx: Context
+    at: datetime
+    policy: Policy
+    model: str | None = None
+    system: str | None = None
+    merge_system: bool = False
+    sent: Sequence[JSON] | None = None
+    tools: Sequence[JSON] | None = None
+    via: str = VIA_LIBRARY
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def keep(self, text: str) -> str:
+        """Store ``text`` with the recipe; returns its key."""
+        key = text_key(text)
+        self.texts[key] = text
+        return key
+
+
+def build_recipe(turn: PendingTurn) -> tuple[JSON, dict[str, str]]:
+    """The recipe of ``turn`` and the texts it names (by key)."""
+    ctx = turn.ctx
+    sent: Sequence[JSON] = ctx.messages if turn.sent is None else turn.sent
+    digest, sizes, keys = prompt_digest(sent)
+    recipe: JSON = {
+        "format": FORMAT,
+        "via": turn.via,
+        "policy": ctx.policy,
+        "policy_settings": turn.keep(canonical(turn.policy.to_dict()).decode()),
+        "budget": ctx.budget,
+        "reserve": ctx.reserve,
+        "counter": ctx.counter,
+        "model": turn.model,
+        "tokens": ctx.tokens,
+        "sha256": digest,
+        "sizes": sizes,
+        "keys": keys,
+        "tools": turn.keep(canonical(list(turn.tools)).decode()) if turn.tools else None,
+        "turn_start": ctx.turn_start,
+        "omitted": [o.to_dict() for o in ctx.omitted],
+        "notes": list(ctx.notes),
+        "degraded": ctx.degraded,
+        "history": [ctx.history.messages, ctx.history.tokens] if ctx.history else None,
+        "pending_compaction": ctx.pending_compaction,
+        "exact": ctx.exact,
+    }
+    count = len(ctx.messages)
+    if turn.sent is not None and not _starts_with(sent, ctx.messages):
+        recipe["verbatim"] = turn.keep(canonical(list(sent)).decode())
+        return recipe, turn.texts
+    head = _head(ctx, turn)
+    recipe["head"] = head
+    recipe["window"] = _window(ctx, len(head), turn.keep)
+    extra = list(sent[count:])
+    recipe["extra"] = turn.keep(canonical(extra).decode()) if extra else None
+    return recipe, turn.texts
+
+
+def _starts_with(sent: Sequence[JSON], messages: Sequence[JSON]) -> bool:
+    return len(sent) >= len(messages) and all(
+        a is b or a == b for a, b in zip(sent, messages, strict=False)
+    )
+
+
+def _head(ctx: Context, turn: PendingTurn) -> list[list[JSON]]:
+    """The leading system messages as lists of parts."""
+    system_shown = ctx.system_tokens > 0
+    count = int(system_shown) + len(ctx.sections)
+    if count == 0:
+        return []
+    offered = {s.title: s for s in ctx.offered}
+    if turn.merge_system and count > 1:
+        texts = ([turn.system or ""] if system_shown else []) + [
+            offered[t].render() if t in offered else "" for t in ctx.sections
+        ]
+        first = ctx.messages[0].get("content") if ctx.messages else None
+        if first == SYSTEM_JOINER.join(texts) and all(t in offered for t in ctx.sections):
+            parts = [{"system": turn.keep(turn.system or "")}] if system_shown else []
+            parts += [_section(offered[t], offered[t].render(), turn.keep) for t in ctx.sections]
+            return [parts]
+    out: list[list[JSON]] = []
+    for index in range(count):
+        content = ctx.messages[index].get("content")
+        text = content if isinstance(content, str) else canonical(content).decode()
+        if system_shown and index == 0:
+            out.append([{"system": turn.keep(text)}])
+            continue
+        title = ctx.sections[index - int(system_shown)]
+        section = offered.get(title)
+        out.append([_section(section, text, turn.keep) if section else {"text": turn.keep(text)}])
+    return out
+
+
+def _section(section: Section, shown: str, keep: Callable[[str], str]) -> JSON:
+    """A section part: by state version when it has one, else by its text."""
+    source = section.source
+    if source is not None and source.version is not None:
+        return {"section": section.title, "kind": source.kind, "version": source.version}
+    part: JSON = {"section": section.title, "text": keep(shown)}
+    if source is not None:
+        part["kind"] = source.kind
+        part["items"] = [list(item) for item in source.items]
+    return part
+
+
+def _window(ctx: Context, start: int, keep: Callable[[str], str]) -> list[Any]:
+    """The window's message ids, with the view sent for those not sent as stored."""
+    changed = {*ctx.truncated_ids, *ctx.viewed_ids}
+    shown = ctx.messages[start : start + len(ctx.message_ids)]
+    out: list[Any] = []
+    for message_id, message in zip(ctx.message_ids, shown, strict=True):
+        if message_id in changed:
+            out.append({"id": message_id, "shown": keep(canonical(message).decode())})
+        else:
+            out.append(message_id)
+    return out
+
+
+def recipe_refs(recipe: Mapping[str, Any]) -> tuple[set[tuple[str, int]], set[str]]:
+    """The state versions ``(kind, version)`` and the text keys a recipe names."""
+    versions: set[tuple[str, int]] = set()
+    texts: set[str] = set()
+    for key in ("policy_settings", "tools", "extra", "verbatim"):
+        if isinstance(recipe.get(key), str):
+            texts.add(recipe[key])
+    for message in recipe.get("head") or ():
+        for part in message:
+            for key in ("system", "text"):
+                if isinstance(part.get(key), str):
+                    texts.add(part[key])
+            if isinstance(part.get("version"), int):
+                versions.add((str(part.get("kind")), part["version"]))
+    for entry in recipe.get("window") or ():
+        if isinstance(entry, Mapping) and isinstance(entry.get("shown"), str):
+            texts.add(entry["shown"])
+    return versions, texts
+
+
+def window_ids(recipe: Mapping[str, Any]) -> list[int]:
+    """The ids of the stored messages in the recipe's window, in order."""
+    return [e["id"] if isinstance(e, Mapping) else int(e) for e in recipe.get("window") or ()]
