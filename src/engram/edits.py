@@ -14,7 +14,10 @@ deletion plus a new message whose metadata names what it replaces
   summary that covered a deleted message is marked stale (rebuilt at the next
   turn from the messages that remain, see :mod:`engram.compaction.state`), and
   otherwise the state's version still moves, so a compaction that read the
-  deleted message before it went cannot commit.
+  deleted message before it went cannot commit;
+* the older summary versions kept to replay recorded prompts go too when they
+  covered a deleted message (:func:`engram.provenance.retention.forget_covering`):
+  a replay of a turn that showed one then says it was pruned.
 
 :func:`forget_scope` deletes a whole scope ("forget this user").
 """
@@ -29,6 +32,7 @@ from engram.compaction.cycle import UNREADABLE, load_compaction_state
 from engram.compaction.state import FORMAT, STALE_KEY, STATE_KIND, fresh_state
 from engram.errors import ConfigError, Contention
 from engram.models import JSON, Message
+from engram.provenance.retention import forget_covering
 from engram.statedoc import compare_and_set
 from engram.store import Store
 from engram.store.base import MessageEditor, can_edit
@@ -79,11 +83,13 @@ def delete(
     if not gone:
         return []
     touch_compaction(store, scope, session, gone, action)
-    store.add_audit(
-        scope,
-        {"event": AUDIT_EVENT, "action": action, "session": session, "ids": [m.id for m in gone]}
-        | dict(extra),
-    )
+    # Older summaries kept for replaying recorded prompts may hold the deleted text.
+    dropped = forget_covering(store, scope, session, STATE_KIND, min(m.id for m in gone))
+    event: JSON = {"event": AUDIT_EVENT, "action": action, "session": session}
+    event["ids"] = [m.id for m in gone]
+    if dropped:
+        event["summary_versions_dropped"] = dropped
+    store.add_audit(scope, event | dict(extra))
     log.info("%s: %d message(s) of %s/%s deleted", action, len(gone), scope, session)
     return gone
 

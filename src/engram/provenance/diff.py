@@ -116,7 +116,9 @@ def _sections(archive: PromptArchive, scope: str, session: str, ra: JSON, rb: JS
         if pa == pb:
             continue
         change: JSON = {"title": title, "kind": (pb or pa or {}).get("kind")}
-        if pa is None or pb is None:
+        if (pa is None or pb is None) and change["kind"] == "memories":
+            change["why"] = _memories((pa or {}).get("items") or [], (pb or {}).get("items") or [])
+        elif pa is None or pb is None:
             change["why"] = _presence(title, pa is None, rb)
         elif "version" in pa and "version" in pb:
             change["from_version"], change["to_version"] = pa["version"], pb["version"]
