@@ -218,6 +218,9 @@ class ContextIn(BaseModel):
     model: str | None = Field(None, max_length=200)
     policy: str | JSONObject | None = None
     compact: bool = Field(True, description="False: never write (no compaction is started).")
+    tools: list[JSONObject] | None = Field(
+        None, max_length=128, description="Tool schemas sent with the prompt (recorded with it)."
+    )
 
 
 class OmissionOut(BaseModel):
