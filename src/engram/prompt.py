@@ -32,6 +32,7 @@ from engram.context import (
     HistoryReader,
     HistoryTotals,
     Omission,
+    Provenance,
     Section,
     build_context,
 )
@@ -145,7 +146,9 @@ def _build_prompt(
             tail_reader(runtime.store, scope, session),
             totals=totals,
         )
-        return dataclasses.replace(ctx, history=history, offered=tuple(sections))
+        return dataclasses.replace(
+            ctx, history=history, provenance=_provenance(policy, request, sections)
+        )
     fixed = fixed_tokens(request.system, sections)
     reads = _read(runtime.store, scope, session, policy)
     if policy.compacts:
@@ -178,7 +181,17 @@ def _build_prompt(
         pending_compaction=reads.pending,
         degraded=ctx.degraded or reads.degraded,
         history=history,
-        offered=tuple(sections),
+        provenance=_provenance(policy, request, sections),
+    )
+
+
+def _provenance(policy: Policy, request: PromptRequest, sections: list[Section]) -> Provenance:
+    return Provenance(
+        policy,
+        tuple(sections),
+        system=request.system,
+        model=request.model,
+        merge_system=request.merge_system,
     )
 
 

@@ -54,6 +54,7 @@ class SessionPrompts:
         tools: Sequence[Mapping[str, Any]] | None = None,
         extra: Sequence[Mapping[str, Any]] = (),
         via: str = VIA_LIBRARY,
+        record: bool = True,
     ) -> Context:
         """The prompt for the next turn: fits ``budget - reserve`` tokens, exactly counted.
 
@@ -70,7 +71,9 @@ class SessionPrompts:
         ``tools`` offered with it, any ``extra`` messages sent after
         ``ctx.messages`` (tool rounds not stored), and, once the model has
         answered, its usage to :meth:`answered`. ``via`` labels the
-        interface that sent it. ``merge_system`` shows the system prompt and
+        interface that sent it. With ``record=False`` nothing is recorded yet:
+        call :meth:`record_prompt` once what goes with it is known.
+        ``merge_system`` shows the system prompt and
         the sections as one system message. For Anthropic, use
         ``ctx.to_anthropic()``; the policy's ``cache_window`` keeps the prefix
         identical between turns so providers' prompt caches can reuse it.
@@ -89,27 +92,40 @@ class SessionPrompts:
         totals = stored_totals(self.runtime.store, self.scope, self.id)
         ctx = build_prompt(self.runtime, self.scope, self.id, active, request, totals=totals)
         self.runtime.remember_visible(self.scope, self.id, ctx.message_ids)
-        if compact and totals is not None:  # a session never written records nothing
-            recipe = PendingTurn(
-                ctx,
-                datetime.now(UTC),
-                active,
-                model=model,
-                system=system,
-                merge_system=merge_system,
-                sent=[*ctx.messages, *map(dict, extra)] if extra else None,
-                tools=[dict(t) for t in tools] if tools else None,
-                via=via,
-            )
-            self._ticket = self.runtime.prompts.record(
-                self.scope,
-                self.id,
-                sent_tokens=ctx.tokens,
-                budget=ctx.budget,
-                history=(totals.messages, totals.tokens),
-                recipe=recipe,
-            )
+        if compact and record:
+            self.record_prompt(ctx, tools=tools, extra=extra, via=via)
         return ctx
+
+    def record_prompt(
+        self,
+        ctx: Context,
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        extra: Sequence[Mapping[str, Any]] = (),
+        via: str = VIA_LIBRARY,
+    ) -> None:
+        """Record a prompt built with ``context(record=False)`` as a turn (see :meth:`context`).
+
+        ``tools`` are the tool schemas sent with it, ``extra`` the messages sent
+        after ``ctx.messages``. A session never written records nothing.
+        """
+        if ctx.history is None:
+            return
+        recipe = PendingTurn(
+            ctx,
+            datetime.now(UTC),
+            sent=[*ctx.messages, *map(dict, extra)] if extra else None,
+            tools=[dict(t) for t in tools] if tools else None,
+            via=via,
+        )
+        self._ticket = self.runtime.prompts.record(
+            self.scope,
+            self.id,
+            sent_tokens=ctx.tokens,
+            budget=ctx.budget,
+            history=(ctx.history.messages, ctx.history.tokens),
+            recipe=recipe,
+        )
 
     def answered(self, usage: Mapping[str, Any] | None) -> None:
         """Record the provider's usage of the answer to the newest prompt this handle recorded.

@@ -73,9 +73,7 @@ def test_every_route_under_an_unknown_session_is_404(
     assert sqlite_engram.session_info("ghost", "p") is None  # the refused read created nothing
 
 
-@pytest.mark.parametrize(
-    "route", ROUTES[1:-NO_TURN], ids=lambda r: f"{r[0]} {r[1]} {r[2] or r[3]}"
-)
+@pytest.mark.parametrize("route", ROUTES[1:-NO_TURN], ids=lambda r: f"{r[0]} {r[1]} {r[2] or r[3]}")
 def test_a_session_made_with_put_is_readable_before_its_first_message(
     api: TestClient, route: tuple[str, str, Any, Any]
 ) -> None:

@@ -57,6 +57,7 @@ from engram.context.results import (
     HistoryReader,
     HistoryTotals,
     Omission,
+    Provenance,
     Section,
     SectionSource,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "HistoryReader",
     "HistoryTotals",
     "Omission",
+    "Provenance",
     "Section",
     "SectionSource",
     "build_context",

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 from engram.context.shapes import anthropic_prompt
 from engram.models import JSON, Message
+from engram.policy import Policy
 
 #: Reads one session: the newest ``limit`` messages with ``id < before_id``
 #: (all when None), oldest first. ``Store.tail`` bound to a session is one.
@@ -64,6 +65,27 @@ class Section:
         if version <= 0:
             return self
         return Section(self.title, self.text, SectionSource(kind, version))
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """What a prompt was built from, so its turn's recipe can name it.
+
+    Attributes:
+        policy: The policy it was built under.
+        sections: The sections offered, with their sources (those dropped for
+            room included).
+        system: The system prompt asked for (the prompt may show it cut).
+        model: The model named for counting.
+        merge_system: One system message was asked for.
+
+    """
+
+    policy: Policy
+    sections: tuple[Section, ...] = ()
+    system: str | None = None
+    model: str | None = None
+    merge_system: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +155,8 @@ class Context:
         turn_start: Index in ``messages`` where the current turn (the newest
             user message) begins: everything before it is the stable prefix a
             provider's prompt cache may have seen on the previous turn.
-        offered: The sections the prompt was built with, with their sources
-            (those dropped for room included); the turn's recipe names them.
+        provenance: What the prompt was built from (policy, sections with their
+            sources, system prompt asked for); the turn's recipe names them.
             Not part of :meth:`to_dict`.
 
     """
@@ -158,7 +180,7 @@ class Context:
     pending_compaction: bool = False
     degraded: str | None = None
     turn_start: int | None = None
-    offered: tuple[Section, ...] = ()
+    provenance: Provenance | None = None
 
     def to_anthropic(self, *, cache: bool = True) -> JSON:
         """This prompt in Anthropic's Messages form: ``{"system": ..., "messages": [...]}``.

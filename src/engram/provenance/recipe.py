@@ -40,7 +40,6 @@ from typing import Any
 from engram.context import Context, Section
 from engram.context.shapes import SYSTEM_JOINER
 from engram.models import JSON
-from engram.policy import Policy
 from engram.provenance.digest import canonical, prompt_digest, text_key
 
 #: Format of the recipe document.
@@ -58,12 +57,9 @@ class PendingTurn:
 
     Attributes:
         ctx: The context the prompt was built from (its messages are not copied:
-            they must not be changed once built).
+            they must not be changed once built); its ``provenance`` names the
+            policy, the sections' sources and the system prompt asked for.
         at: When the turn was recorded.
-        policy: The policy the context was built with.
-        model: The model named for counting (None: the default encoding).
-        system: The system prompt asked for (the prompt may show it cut).
-        merge_system: The caller asked for one system message.
         sent: The messages sent, when not exactly ``ctx.messages`` (more after
             them, e.g. tool rounds not stored); None: ``ctx.messages``.
         tools: The tool schemas offered with the prompt, if any.
@@ -74,10 +70,6 @@ class PendingTurn:
 
     ctx: Context
     at: datetime
-    policy: Policy
-    model: str | None = None
-    system: str | None = None
-    merge_system: bool = False
     sent: Sequence[JSON] | None = None
     tools: Sequence[JSON] | None = None
     via: str = VIA_LIBRARY
@@ -93,17 +85,20 @@ class PendingTurn:
 def build_recipe(turn: PendingTurn) -> tuple[JSON, dict[str, str]]:
     """The recipe of ``turn`` and the texts it names (by key)."""
     ctx = turn.ctx
+    origin = ctx.provenance
     sent: Sequence[JSON] = ctx.messages if turn.sent is None else turn.sent
     digest, sizes, keys = prompt_digest(sent)
     recipe: JSON = {
         "format": FORMAT,
         "via": turn.via,
         "policy": ctx.policy,
-        "policy_settings": turn.keep(canonical(turn.policy.to_dict()).decode()),
+        "policy_settings": (
+            turn.keep(canonical(origin.policy.to_dict()).decode()) if origin else None
+        ),
         "budget": ctx.budget,
         "reserve": ctx.reserve,
         "counter": ctx.counter,
-        "model": turn.model,
+        "model": origin.model if origin else None,
         "tokens": ctx.tokens,
         "sha256": digest,
         "sizes": sizes,
@@ -141,14 +136,16 @@ def _head(ctx: Context, turn: PendingTurn) -> list[list[JSON]]:
     count = int(system_shown) + len(ctx.sections)
     if count == 0:
         return []
-    offered = {s.title: s for s in ctx.offered}
-    if turn.merge_system and count > 1:
-        texts = ([turn.system or ""] if system_shown else []) + [
+    origin = ctx.provenance
+    offered = {s.title: s for s in origin.sections} if origin else {}
+    system = origin.system if origin else None
+    if origin is not None and origin.merge_system and count > 1:
+        texts = ([system or ""] if system_shown else []) + [
             offered[t].render() if t in offered else "" for t in ctx.sections
         ]
         first = ctx.messages[0].get("content") if ctx.messages else None
         if first == SYSTEM_JOINER.join(texts) and all(t in offered for t in ctx.sections):
-            parts = [{"system": turn.keep(turn.system or "")}] if system_shown else []
+            parts = [{"system": turn.keep(system or "")}] if system_shown else []
             parts += [_section(offered[t], offered[t].render(), turn.keep) for t in ctx.sections]
             return [parts]
     out: list[list[JSON]] = []
