@@ -19,6 +19,7 @@ from typing import Any
 from engram import tools
 from engram.chat.loop import result_cap
 from engram.models import JSON
+from engram.provenance.recipe import VIA_PROXY
 from engram.proxy.align import UPSTREAM_KEY
 from engram.proxy.plan import CUT_KEY
 from engram.proxy.request import ChatRequest
@@ -95,6 +96,8 @@ def build_round(
         system=request.system_prompt(engram_tools),
         model=request.model,
         merge_system=single_system,
+        tools=offered,  # recorded with the turn: the upstream gets ctx.messages and these
+        via=VIA_PROXY,
     )
     info = session.info()
     return Round(
