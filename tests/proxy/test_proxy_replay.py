@@ -43,9 +43,10 @@ def upstream() -> Iterator[FakeLLMServer]:
 def client(mem: Engram, upstream: FakeLLMServer) -> Iterator[openai.OpenAI]:
     proxy = ProxySettings(upstream.base_url, api_key="upstream-key", timeout=5)
     app = create_app(mem, ServerSettings(key_cache_seconds=0, proxy=proxy))
-    with serving(app) as url, openai.OpenAI(
-        base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=30
-    ) as sdk:
+    with (
+        serving(app) as url,
+        openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, timeout=30) as sdk,
+    ):
         yield sdk
 
 
