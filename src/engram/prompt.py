@@ -145,10 +145,9 @@ def _build_prompt(
             sections,
             tail_reader(runtime.store, scope, session),
             totals=totals,
+            provenance=_provenance(policy, request, sections),
         )
-        return dataclasses.replace(
-            ctx, history=history, provenance=_provenance(policy, request, sections)
-        )
+        return ctx if ctx.history == history else dataclasses.replace(ctx, history=history)
     fixed = fixed_tokens(request.system, sections)
     reads = _read(runtime.store, scope, session, policy)
     if policy.compacts:
@@ -173,6 +172,7 @@ def _build_prompt(
         floor_id=reads.state.watermark or None,
         views=shown,
         totals=totals,
+        provenance=_provenance(policy, request, sections),
     )
     return dataclasses.replace(
         ctx,
@@ -181,7 +181,6 @@ def _build_prompt(
         pending_compaction=reads.pending,
         degraded=ctx.degraded or reads.degraded,
         history=history,
-        provenance=_provenance(policy, request, sections),
     )
 
 
@@ -220,6 +219,7 @@ def _build(
     floor_id: int | None = None,
     views: dict[int, str] | None = None,
     totals: HistoryTotals | None = None,
+    provenance: Provenance | None = None,
 ) -> Context:
     return build_context(
         reader,
@@ -233,6 +233,7 @@ def _build(
         views=views or None,
         totals=totals,
         merge_system=request.merge_system,
+        provenance=provenance,
     )
 
 

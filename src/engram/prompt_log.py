@@ -34,6 +34,7 @@ from typing import Any
 
 from engram.errors import Contention, StoreError
 from engram.models import JSON
+from engram.provenance.digest import PieceCache
 from engram.provenance.recipe import PendingTurn
 from engram.provenance.writer import PromptTicket, UsageNotes, write_turns
 from engram.statedoc import compare_and_set
@@ -210,6 +211,7 @@ class PromptRecorder:
         self._pending: dict[tuple[str, str], list[Turn]] = {}
         self._recipes: dict[tuple[str, str], list[tuple[PendingTurn, PromptTicket]]] = {}
         self._usage = UsageNotes()
+        self._pieces = PieceCache()
         self._waiting = 0
         self._last_flush = time.monotonic()
 
@@ -242,6 +244,8 @@ class PromptRecorder:
             history_messages=history[0],
             budget=budget,
         )
+        if recipe is not None:
+            recipe.at = turn.at
         with self._lock:
             self._pending.setdefault((scope, session), []).append(turn)
             if recipe is not None and ticket is not None:
@@ -272,7 +276,7 @@ class PromptRecorder:
         for (batch_scope, batch_session), turns in batch.items():
             _write(self._store, batch_scope, batch_session, turns)
         for (batch_scope, batch_session), pending in recipes.items():
-            write_turns(self._store, batch_scope, batch_session, pending)
+            write_turns(self._store, batch_scope, batch_session, pending, self._pieces)
         if len(self._usage):
             self._usage.write(self._store, scope, session)
 

@@ -11,7 +11,6 @@ them with their cacheable share and the provider's cached tokens, and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from engram.context import Context
@@ -113,7 +112,6 @@ class SessionPrompts:
             return
         recipe = PendingTurn(
             ctx,
-            datetime.now(UTC),
             sent=[*ctx.messages, *map(dict, extra)] if extra else None,
             tools=[dict(t) for t in tools] if tools else None,
             via=via,

@@ -118,9 +118,12 @@ class Omission:
 
     def to_dict(self) -> JSON:
         """Plain JSON-ready data."""
-        out = asdict(self)
-        out["message_ids"] = list(self.message_ids)
-        return out
+        return {
+            "reason": self.reason,
+            "message_ids": list(self.message_ids),
+            "before_id": self.before_id,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True, slots=True)

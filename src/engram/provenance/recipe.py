@@ -33,14 +33,20 @@ messages' byte sizes and short digests.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from engram.context import Context, Section
 from engram.context.shapes import SYSTEM_JOINER
 from engram.models import JSON
-from engram.provenance.digest import canonical, prompt_digest, text_key
+from engram.provenance.digest import (
+    Piece,
+    PieceCache,
+    canonical,
+    piece,
+    prompt_digest,
+    text_key,
+)
 
 #: Format of the recipe document.
 FORMAT = 1
@@ -51,7 +57,6 @@ VIA_PROXY = "proxy"
 VIA_REST = "rest"
 
 
-@dataclass(slots=True)
 class PendingTurn:
     """A turn recorded in memory, turned into a recipe when its batch is written.
 
@@ -59,21 +64,42 @@ class PendingTurn:
         ctx: The context the prompt was built from (its messages are not copied:
             they must not be changed once built); its ``provenance`` names the
             policy, the sections' sources and the system prompt asked for.
-        at: When the turn was recorded.
         sent: The messages sent, when not exactly ``ctx.messages`` (more after
             them, e.g. tool rounds not stored); None: ``ctx.messages``.
         tools: The tool schemas offered with the prompt, if any.
         via: Which interface recorded it (:data:`VIA_LIBRARY`...).
-        texts: The texts the recipe names, by key (filled while it is built).
+        at: When the turn was recorded (set by the recorder).
 
     """
 
-    ctx: Context
-    at: datetime
-    sent: Sequence[JSON] | None = None
-    tools: Sequence[JSON] | None = None
-    via: str = VIA_LIBRARY
-    texts: dict[str, str] = field(default_factory=dict)
+    __slots__ = ("at", "ctx", "sent", "tools", "via")
+
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        sent: Sequence[JSON] | None = None,
+        tools: Sequence[JSON] | None = None,
+        via: str = VIA_LIBRARY,
+    ) -> None:
+        """A turn of ``ctx``; see the class docstring for the rest."""
+        self.ctx = ctx
+        self.sent = sent
+        self.tools = tools
+        self.via = via
+        self.at = _EPOCH
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class _Texts:
+    """The texts a recipe names, by key."""
+
+    __slots__ = ("texts",)
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
 
     def keep(self, text: str) -> str:
         """Store ``text`` with the recipe; returns its key."""
@@ -82,28 +108,29 @@ class PendingTurn:
         return key
 
 
-def build_recipe(turn: PendingTurn) -> tuple[JSON, dict[str, str]]:
-    """The recipe of ``turn`` and the texts it names (by key)."""
+def build_recipe(turn: PendingTurn, cache: PieceCache | None = None) -> tuple[JSON, dict[str, str]]:
+    """The recipe of ``turn`` and the texts it names (by key).
+
+    ``cache`` holds the canonical bytes of stored messages sent as stored, so
+    a message is encoded once while it stays in the window.
+    """
     ctx = turn.ctx
     origin = ctx.provenance
     sent: Sequence[JSON] = ctx.messages if turn.sent is None else turn.sent
-    digest, sizes, keys = prompt_digest(sent)
+    texts = _Texts()
     recipe: JSON = {
         "format": FORMAT,
         "via": turn.via,
         "policy": ctx.policy,
         "policy_settings": (
-            turn.keep(canonical(origin.policy.to_dict()).decode()) if origin else None
+            texts.keep(canonical(origin.policy.to_dict()).decode()) if origin else None
         ),
         "budget": ctx.budget,
         "reserve": ctx.reserve,
         "counter": ctx.counter,
         "model": origin.model if origin else None,
         "tokens": ctx.tokens,
-        "sha256": digest,
-        "sizes": sizes,
-        "keys": keys,
-        "tools": turn.keep(canonical(list(turn.tools)).decode()) if turn.tools else None,
+        "tools": texts.keep(canonical(list(turn.tools)).decode()) if turn.tools else None,
         "turn_start": ctx.turn_start,
         "omitted": [o.to_dict() for o in ctx.omitted],
         "notes": list(ctx.notes),
@@ -114,14 +141,30 @@ def build_recipe(turn: PendingTurn) -> tuple[JSON, dict[str, str]]:
     }
     count = len(ctx.messages)
     if turn.sent is not None and not _starts_with(sent, ctx.messages):
-        recipe["verbatim"] = turn.keep(canonical(list(sent)).decode())
-        return recipe, turn.texts
-    head = _head(ctx, turn)
-    recipe["head"] = head
-    recipe["window"] = _window(ctx, len(head), turn.keep)
-    extra = list(sent[count:])
-    recipe["extra"] = turn.keep(canonical(extra).decode()) if extra else None
-    return recipe, turn.texts
+        recipe["verbatim"] = texts.keep(canonical(list(sent)).decode())
+        pieces = None
+    else:
+        head = _head(ctx, texts)
+        recipe["head"] = head
+        recipe["window"] = window = _window(ctx, len(head), texts.keep)
+        extra = list(sent[count:])
+        recipe["extra"] = texts.keep(canonical(extra).decode()) if extra else None
+        pieces = _pieces(sent, len(head), window, cache)
+    recipe["sha256"], recipe["sizes"], recipe["keys"] = prompt_digest(sent, pieces)
+    return recipe, texts.texts
+
+
+def _pieces(
+    sent: Sequence[JSON], start: int, window: list[Any], cache: PieceCache | None
+) -> list[Piece]:
+    """Each message sent as a piece, stored ones sent as stored read from ``cache``."""
+    end = start + len(window)
+    stored = [(e, m) for e, m in zip(window, sent[start:end], strict=True) if isinstance(e, int)]
+    cached = iter(cache.pieces(stored) if cache is not None else [piece(m) for _, m in stored])
+    out = [piece(m) for m in sent[:start]]
+    out += [next(cached) if isinstance(e, int) else piece(m)
+            for e, m in zip(window, sent[start:end], strict=True)]  # fmt: skip
+    return out + [piece(m) for m in sent[end:]]
 
 
 def _starts_with(sent: Sequence[JSON], messages: Sequence[JSON]) -> bool:
@@ -130,7 +173,7 @@ def _starts_with(sent: Sequence[JSON], messages: Sequence[JSON]) -> bool:
     )
 
 
-def _head(ctx: Context, turn: PendingTurn) -> list[list[JSON]]:
+def _head(ctx: Context, texts: _Texts) -> list[list[JSON]]:
     """The leading system messages as lists of parts."""
     system_shown = ctx.system_tokens > 0
     count = int(system_shown) + len(ctx.sections)
@@ -140,24 +183,24 @@ def _head(ctx: Context, turn: PendingTurn) -> list[list[JSON]]:
     offered = {s.title: s for s in origin.sections} if origin else {}
     system = origin.system if origin else None
     if origin is not None and origin.merge_system and count > 1:
-        texts = ([system or ""] if system_shown else []) + [
+        shown = ([system or ""] if system_shown else []) + [
             offered[t].render() if t in offered else "" for t in ctx.sections
         ]
         first = ctx.messages[0].get("content") if ctx.messages else None
-        if first == SYSTEM_JOINER.join(texts) and all(t in offered for t in ctx.sections):
-            parts = [{"system": turn.keep(system or "")}] if system_shown else []
-            parts += [_section(offered[t], offered[t].render(), turn.keep) for t in ctx.sections]
+        if first == SYSTEM_JOINER.join(shown) and all(t in offered for t in ctx.sections):
+            parts = [{"system": texts.keep(system or "")}] if system_shown else []
+            parts += [_section(offered[t], offered[t].render(), texts.keep) for t in ctx.sections]
             return [parts]
     out: list[list[JSON]] = []
     for index in range(count):
         content = ctx.messages[index].get("content")
         text = content if isinstance(content, str) else canonical(content).decode()
         if system_shown and index == 0:
-            out.append([{"system": turn.keep(text)}])
+            out.append([{"system": texts.keep(text)}])
             continue
         title = ctx.sections[index - int(system_shown)]
         section = offered.get(title)
-        out.append([_section(section, text, turn.keep) if section else {"text": turn.keep(text)}])
+        out.append([_section(section, text, texts.keep) if section else {"text": texts.keep(text)}])
     return out
 
 

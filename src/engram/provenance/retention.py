@@ -9,10 +9,11 @@ The rule, per session:
   whatever names them (a turn being recorded may name one);
 * a text (system prompt, tools, views...) is kept while a kept recipe names it.
 
-Pruning runs when a session's turn number or one of its versioned state
-documents reaches a multiple of :data:`PRUNE_EVERY`, so it costs one read of
-the kept recipes every hundred turns. A recipe that names something pruned
-replays as incomplete and says what is missing; it never guesses.
+Pruning runs when a session's turn number reaches a multiple of
+:data:`PRUNE_EVERY`: one read of the kept recipes every 1,000 turns, about one
+recipe read per turn (so up to 2,000 recipes are stored just before a
+prune). A recipe that names something pruned replays as incomplete and says
+what is missing; it never guesses.
 
 A deleted or edited message also takes with it the superseded summaries that
 covered it (:func:`forget_covering`): their text came from it.
@@ -32,8 +33,8 @@ log = logging.getLogger(__name__)
 KEEP_TURNS = 1000
 #: Superseded versions of each state kind kept whatever names them.
 KEEP_VERSIONS = 8
-#: Pruning runs when a turn or version number is a multiple of this.
-PRUNE_EVERY = 100
+#: Pruning runs when a turn number is a multiple of this (it reads the kept recipes).
+PRUNE_EVERY = 1000
 
 
 def due(number: int) -> bool:

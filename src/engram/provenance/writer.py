@@ -22,6 +22,7 @@ from typing import Any
 from engram.errors import StoreError
 from engram.models import JSON
 from engram.provenance import retention
+from engram.provenance.digest import PieceCache
 from engram.provenance.recipe import PendingTurn, build_recipe
 from engram.store.base import Store, archives_prompts
 
@@ -86,7 +87,11 @@ def provider_usage(usage: Mapping[str, Any] | None) -> JSON | None:
 
 
 def write_turns(
-    store: Store, scope: str, session: str, turns: list[tuple[PendingTurn, PromptTicket]]
+    store: Store,
+    scope: str,
+    session: str,
+    turns: list[tuple[PendingTurn, PromptTicket]],
+    cache: PieceCache | None = None,
 ) -> None:
     """Append the recipes of ``turns`` (in order) to the archive; number their tickets."""
     archive: object = store
@@ -98,7 +103,7 @@ def write_turns(
     rows = []
     try:
         for pending, _ in turns:
-            recipe, named = build_recipe(pending)
+            recipe, named = build_recipe(pending, cache)
             texts.update(named)
             rows.append((pending.at, recipe))
         numbers = archive.add_prompts(scope, session, rows, texts)
