@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from tests.chat.test_loop import MODEL, fill
 
@@ -14,40 +11,23 @@ from engram.llm import LLMClient
 from engram.testing import FakeLLMServer
 
 
-@pytest.fixture
-def store_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path}/engram.db"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-def client(fake: FakeLLMServer) -> Iterator[LLMClient]:
-    with LLMClient(MODEL, base_url=fake.base_url, backoff=0.0, timeout=10.0) as llm:
-        yield llm
-
-
 @pytest.mark.parametrize("store_steps", [True, False])
 def test_each_round_replays_to_the_request_the_model_received(
-    mem: engram.Engram, fake: FakeLLMServer, client: LLMClient, store_steps: bool
+    mem: engram.Engram, fake_llm: FakeLLMServer, client: LLMClient, store_steps: bool
 ) -> None:
     chat = mem.session("loop", scope="p", policy="lean")
     fill(chat, 20)
     usage = {"prompt_tokens": 2000, "completion_tokens": 7,
              "prompt_tokens_details": {"cached_tokens": 1536}}  # fmt: skip
-    fake.reply_tool_calls([{"name": "search_history", "arguments": {"query": "pricing"}}])
-    fake.reply_tool_calls([{"name": "search_history", "arguments": {"query": "seats"}}])
-    fake.reply("59 dollars per seat.", usage=usage)
+    fake_llm.reply_tool_calls([{"name": "search_history", "arguments": {"query": "pricing"}}])
+    fake_llm.reply_tool_calls([{"name": "search_history", "arguments": {"query": "seats"}}])
+    fake_llm.reply("59 dollars per seat.", usage=usage)
     result = run_turn(chat, client, "What did we decide about pricing?", budget=6000,
                       model=MODEL, system="You help.", store_steps=store_steps)  # fmt: skip
     assert result.rounds == 3
     turns = chat.prompts()
-    assert len(turns) == len(fake.requests) == 3
-    for turn, request in zip(turns, fake.requests, strict=True):
+    assert len(turns) == len(fake_llm.requests) == 3
+    for turn, request in zip(turns, fake_llm.requests, strict=True):
         replayed = chat.prompt(turn.turn)
         assert replayed.verified, replayed.missing
         assert replayed.messages == request.messages
