@@ -38,15 +38,7 @@ from engram.intake.validation import check_id
 from engram.llm.client import LLMClient
 from engram.memories import Memories, MemoryBudget, MemoryMetrics
 from engram.models import JSON, ROLES, Message, NewMessage, SearchHit, SessionInfo
-from engram.policy import Policy, get_policy
-from engram.provenance.whatif import (
-    CURRENT,
-    WhatIf,
-    history,
-    recorded_budget,
-    recorded_settings,
-    what_if,
-)
+from engram.policy import CURRENT, Policy, get_policy
 from engram.runtime import MemoriesProvider, Runtime
 from engram.scopes import ScopeSummary
 from engram.search.when import moment
@@ -56,6 +48,7 @@ from engram.store.api_keys import has_api_keys
 
 if TYPE_CHECKING:
     from engram.background.queue import QueueScheduler
+    from engram.provenance.whatif import WhatIf
     from engram.transfer.documents import PreparedDocument
 
 __all__ = [
@@ -265,6 +258,13 @@ class Engram:
             ConfigError: an unknown policy or a budget that cannot hold a prompt.
 
         """
+        from engram.provenance.whatif import (
+            history,
+            recorded_budget,
+            recorded_settings,
+            what_if,
+        )
+
         handle = self.require_session(session_id, scope)
         active = handle.policy if policy == CURRENT else get_policy(policy)
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):

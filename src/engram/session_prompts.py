@@ -11,20 +11,22 @@ them with their cacheable share and the provider's cached tokens, and
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram.context import Context
 from engram.errors import InvalidQuery, TurnNotFound
 from engram.policy import DEFAULT_BUDGET, Policy, get_policy
 from engram.prompt import PromptRequest, build_prompt, stored_totals
 from engram.prompt_log import PromptLog
-from engram.provenance.diff import PromptDiff, diff
 from engram.provenance.recipe import VIA_LIBRARY, PendingTurn
-from engram.provenance.replay import Replay, replay
-from engram.provenance.turns import TurnSummary, list_turns
 from engram.provenance.writer import PromptTicket
 from engram.runtime import Runtime
 from engram.store.base import MAX_PAGE, PromptArchive, archives_prompts
+
+if TYPE_CHECKING:  # replaying, listing and diffing are loaded when first used
+    from engram.provenance.diff import PromptDiff
+    from engram.provenance.replay import Replay
+    from engram.provenance.turns import TurnSummary
 
 
 class SessionPrompts:
@@ -151,6 +153,8 @@ class SessionPrompts:
         repeating the previous turn's start (``cacheable``) and the tokens the
         provider reported serving from its cache (``cached_tokens``).
         """
+        from engram.provenance.turns import list_turns
+
         after = _number("after", after, low=0)
         limit = _number("limit", limit, low=1)
         archive = self._archive()
@@ -171,6 +175,8 @@ class SessionPrompts:
             InvalidQuery: ``turn`` is not a positive integer.
 
         """
+        from engram.provenance.replay import replay
+
         return replay(self.runtime.store, self._archive(), self.scope, self.id, self._record(turn))
 
     def prompt_diff(self, a: int, b: int) -> PromptDiff:
@@ -181,6 +187,8 @@ class SessionPrompts:
             InvalidQuery: a turn is not a positive integer.
 
         """
+        from engram.provenance.diff import diff
+
         first, second = self.prompt(a), self.prompt(b)
         return diff(self._archive(), self.scope, self.id, first, second)
 

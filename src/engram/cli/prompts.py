@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,11 +19,13 @@ from engram.cli.query import omission_line
 from engram.context import Omission
 from engram.intake.images import readable
 from engram.limits import MAX_PAGE
-from engram.policy import PRESETS
-from engram.provenance.diff import PromptDiff
-from engram.provenance.replay import Replay
-from engram.provenance.turns import TurnSummary
-from engram.provenance.whatif import CURRENT, WhatIf
+from engram.policy import CURRENT, PRESETS
+
+if TYPE_CHECKING:  # the library loads these when a command first uses them
+    from engram.provenance.diff import PromptDiff
+    from engram.provenance.replay import Replay
+    from engram.provenance.turns import TurnSummary
+    from engram.provenance.whatif import WhatIf
 
 #: ``--policy`` value that tries the session's own policy and every preset.
 ALL = "all"

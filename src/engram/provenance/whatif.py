@@ -49,8 +49,6 @@ CACHE_STEP = 128
 DEFAULT_MODEL = "gpt-4o-mini"
 OFFLINE_NOTE = "summaries are written by the offline summarizer: no model is called"
 MEMORIES_NOTE = "long-term memories are left out: they are the same under every policy"
-#: The policy name that means "the session's own".
-CURRENT = "current"
 #: The private copy: an in-memory SQLite store, one session.
 COPY_URL = "sqlite:///:memory:"
 COPY = "what-if"
