@@ -12,7 +12,7 @@ import pytest
 from engram.store import open_store
 from engram.store.base import archives_prompts
 from engram.store.sqlite.backend import SQLiteStore
-from engram.store.sqlite.migrations import m007_prompt_archive
+from engram.store.sqlite.migrations import m008_prompt_archive
 
 from .migrated import postgres_before, sqlite_before
 
@@ -35,7 +35,7 @@ def _check(store: object) -> None:
 class TestSQLite:
     def test_a_state_saved_before_becomes_a_version(self, tmp_path: Path) -> None:
         path = tmp_path / "old.db"
-        conn = sqlite_before(path, m007_prompt_archive)
+        conn = sqlite_before(path, m008_prompt_archive)
         conn.execute(
             "INSERT INTO session_state(session_id, kind, version, data, updated_at)"
             " VALUES (1, 'compaction', 3, ?, ?)",

@@ -393,6 +393,7 @@ def _calls(value: object) -> list[JSON] | None:
 #: Extended statistics of the words of a message's own text, date words and name.
 OWN_WORDS = "messages_own_words"
 
+
 def m009_prompt_archive(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     """The prompt archive: recipes per turn, their texts, and superseded state versions.
 

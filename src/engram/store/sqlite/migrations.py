@@ -346,6 +346,8 @@ def m007_turn_context(conn: sqlite3.Connection) -> None:
             )
             window = (window + batch)[-LOOKBACK:]
             after = rows[-1][0]
+
+
 def m008_prompt_archive(conn: sqlite3.Connection) -> None:
     """The prompt archive: recipes per turn, their texts, and superseded state versions.
 
