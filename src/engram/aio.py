@@ -47,6 +47,8 @@ __all__ = ["AsyncEngram", "AsyncMemories", "AsyncSession", "offload", "open_asyn
 P = ParamSpec("P")
 R = TypeVar("R")
 S = TypeVar("S")
+#: Covariant: a handle on a ``Session`` is a handle on each of its mixins.
+S_co = TypeVar("S_co", covariant=True)
 
 
 async def offload(func: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
@@ -62,10 +64,10 @@ async def offload(func: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) ->
     return await to_thread.run_sync(functools.partial(func, *args, **kwargs))
 
 
-class _Threaded(Generic[S]):
+class _Threaded(Generic[S_co]):
     """An async handle on one synchronous object (``sync``)."""
 
-    def __init__(self, sync: S) -> None:
+    def __init__(self, sync: S_co) -> None:
         self.sync = sync
 
     def __repr__(self) -> str:
@@ -128,6 +130,11 @@ class AsyncSession(_Threaded[Session]):
     compact_later = _threaded(Session.compact_later)
     compaction_state = _threaded(Session.compaction_state)
     prompt_log = _threaded(Session.prompt_log)
+    prompts = _threaded(Session.prompts)
+    prompt = _threaded(Session.prompt)
+    prompt_diff = _threaded(Session.prompt_diff)
+    answered = _threaded(Session.answered)
+    record_prompt = _threaded(Session.record_prompt)
     agent_state = _threaded(Session.agent_state)
     search = _threaded(Session.search)
     by_date = _threaded(Session.by_date)
@@ -197,6 +204,7 @@ class AsyncEngram(_Threaded[Engram]):
     sessions = _threaded(Engram.sessions)
     session_info = _threaded(Engram.session_info)
     search = _threaded(Engram.search)
+    what_if = _threaded(Engram.what_if)
     export_session = _threaded(Engram.export_session)
     import_documents = _threaded(Engram.import_documents)
     delete_session = _threaded(Engram.delete_session)

@@ -16,7 +16,10 @@ deletion plus a new message whose metadata names what it replaces
   (rebuilt at the next turn from the messages that remain, see
   :mod:`engram.compaction.state`), and otherwise the state's version still
   moves, so a compaction that read the deleted message before it went cannot
-  commit.
+  commit;
+* the older summary versions kept to replay recorded prompts go too when they
+  covered a deleted message (:func:`engram.provenance.retention.forget_covering`):
+  a replay of a turn that showed one then says it was pruned.
 
 What else was derived from the messages (memories, agent state, tool cache,
 vectors) and the receipt of it all are :mod:`engram.forgetting`'s.
@@ -28,12 +31,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from engram.compaction.cycle import UNREADABLE, load_compaction_state
 from engram.compaction.state import FORMAT, STALE_KEY, STATE_KIND, fresh_state
 from engram.errors import ConfigError, Contention
 from engram.models import JSON, Message
+from engram.provenance.retention import forget_covering
 from engram.statedoc import compare_and_set
 from engram.store import Store
 from engram.store.base import MessageEditor, can_edit
@@ -44,6 +48,13 @@ log = logging.getLogger("engram")
 AUDIT_EVENT = "messages_deleted"
 #: ``event`` of the audit entry left when a scope is forgotten (counts only).
 FORGOTTEN_EVENT = "scope_forgotten"
+
+
+class Deleted(NamedTuple):
+    """What :func:`delete` removed: the messages, and the kept summary versions that held them."""
+
+    messages: list[Message]
+    summary_versions_dropped: int
 
 
 def editor(store: Store) -> MessageEditor:
@@ -85,24 +96,33 @@ def delete(
     action: str,
     audit: bool = True,
     **extra: object,
-) -> list[Message]:
+) -> Deleted:
     """Delete messages of one session, audit it, and make the compaction state follow.
 
     With ``audit=False`` the caller writes the audit event (with its receipt).
     """
     gone = editor(store).delete_messages(scope, session, ids)
     if not gone:
-        return []
+        return Deleted([], 0)
     touch_compaction(store, scope, session, gone, action)
+    # Older summaries kept for replaying recorded prompts may hold the deleted text.
+    dropped = forget_covering(store, scope, session, STATE_KIND, min(m.id for m in gone))
     if audit:
-        store.add_audit(scope, audit_event(action, session, gone) | dict(extra))
+        store.add_audit(scope, audit_event(action, session, gone, dropped) | dict(extra))
     log.info("%s: %d message(s) of %s/%s deleted", action, len(gone), scope, session)
-    return gone
+    return Deleted(gone, dropped)
 
 
-def audit_event(action: str, session: str, gone: Sequence[Message]) -> JSON:
-    """The audit entry of a deletion: what was done, where, which ids (never the text)."""
-    return {"event": AUDIT_EVENT, "action": action, "session": session, "ids": [m.id for m in gone]}
+def audit_event(action: str, session: str, gone: Sequence[Message], dropped: int = 0) -> JSON:
+    """The audit entry of a deletion: what was done, where, which ids (never the text).
+
+    ``dropped``: older summary versions kept for replay that went with them.
+    """
+    event: JSON = {"event": AUDIT_EVENT, "action": action, "session": session}
+    event["ids"] = [m.id for m in gone]
+    if dropped:
+        event["summary_versions_dropped"] = dropped
+    return event
 
 
 def touch_compaction(

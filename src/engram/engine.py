@@ -39,7 +39,7 @@ from engram.intake.validation import check_id
 from engram.llm.client import LLMClient
 from engram.memories import Memories, MemoryBudget, MemoryMetrics
 from engram.models import JSON, ROLES, Message, NewMessage, SearchHit, SessionInfo
-from engram.policy import Policy, get_policy
+from engram.policy import CURRENT, Policy, get_policy
 from engram.receipts import Receipt
 from engram.runtime import MemoriesProvider, Runtime
 from engram.scopes import ScopeSummary
@@ -50,6 +50,7 @@ from engram.store.api_keys import has_api_keys
 
 if TYPE_CHECKING:
     from engram.background.queue import QueueScheduler
+    from engram.provenance.whatif import WhatIf
     from engram.transfer.documents import PreparedDocument
 
 __all__ = [
@@ -238,6 +239,51 @@ class Engram:
         if self.session_info(session_id, scope) is None:
             raise SessionNotFound(f"no session {session_id!r} in scope {scope!r}")
         return self.session(session_id, scope)
+
+    def what_if(
+        self,
+        session_id: str,
+        scope: str = "default",
+        *,
+        policy: Policy | str | Mapping[str, Any] = CURRENT,
+        budget: int | None = None,
+        reserve: int | None = None,
+        model: str | None = None,
+        system: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> WhatIf:
+        """Play a session's stored history again under ``policy``, writing nothing.
+
+        ``policy`` is a preset name, a :class:`Policy` or dict, or ``"current"``
+        (the session's own). ``budget``, ``model`` and ``system`` default to the
+        newest recorded turn's, else the policy's default budget,
+        ``gpt-4o-mini`` and none. See :mod:`engram.provenance.whatif` for what is
+        measured; ``progress(done, total)`` is called after each turn.
+
+        Raises:
+            SessionNotFound: no such session in this scope.
+            ConfigError: an unknown policy or a budget that cannot hold a prompt.
+
+        """
+        from engram.provenance.whatif import history, recorded_budget, recorded_settings, what_if
+
+        handle = self.require_session(session_id, scope)
+        active = handle.policy if policy == CURRENT else get_policy(policy)
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
+            raise ConfigError(f"budget must be an integer, got {budget!r}")
+        recorded_model, recorded_system = recorded_settings(self.store, scope, session_id)
+        if budget is None:
+            budget = recorded_budget(self.store, scope, session_id)
+        return what_if(
+            history(self.store, scope, session_id),
+            active,
+            budget=budget,
+            reserve=reserve,
+            model=model or recorded_model,
+            system=system if system is not None else recorded_system,
+            config=self.config,
+            progress=progress,
+        )
 
     def search(
         self,
@@ -434,10 +480,9 @@ class Engram:
     def forget_scope(self, scope: str) -> Receipt:
         """Forget a scope ("forget this user"): delete everything it holds; the receipt.
 
-        Every session, message, state, memory, audit entry and usage row of
-        the scope goes; the audit trail keeps one entry with the counts and
-        the receipt. ``receipt.counts`` says how many ``sessions``,
-        ``messages`` and ``memories`` were deleted.
+        Every session, message, state, memory, audit entry and usage row of the scope goes;
+        the audit trail keeps one entry with the counts and the receipt. ``receipt.counts``
+        says how many ``sessions``, ``messages`` and ``memories`` were deleted.
         """
         check_id("scope", scope)
         return forgetting.forget_scope(self.runtime, scope)

@@ -13,7 +13,8 @@ The tree::
     ├── NotFound (LookupError)
     │   ├── SessionNotFound
     │   ├── MessageNotFound
-    │   └── MemoryNotFound
+    │   ├── MemoryNotFound
+    │   └── TurnNotFound                   no such recorded turn (or its recipe was pruned)
     ├── StoreError                         the storage backend failed
     │   ├── MigrationError
     │   ├── CorruptedData                  a stored document or state cannot be read
@@ -130,6 +131,10 @@ class MessageNotFound(NotFound):
 
 class MemoryNotFound(NotFound):
     """No such memory in this scope."""
+
+
+class TurnNotFound(NotFound):
+    """No such recorded turn (or its recipe was pruned) in this session."""
 
 
 class StoreError(EngramError):

@@ -84,13 +84,16 @@ def forget_messages(
     store = runtime.store
     before, _ = load_compaction_state(store, scope, session)
     had = store.vector_ids(scope, session, ids) if keeps_vectors(store) else None
-    gone = edits.delete(store, scope, session, ids, action=action, audit=False)
+    gone, dropped = edits.delete(store, scope, session, ids, action=action, audit=False)
     if not gone:
         return Receipt(action, scope, session)
     gone_ids = [m.id for m in gone]
     texts = [m.content for m in gone if m.content.strip()]
     stale = any(before.uses(gone_ids))
     lines = compaction_lines(before, gone_ids, stale)
+    if dropped:
+        kept = f"{dropped} older version" + ("s" if dropped > 1 else "")
+        lines.append(Derived(SUMMARY, kept, REMOVED, "kept to replay recorded prompts"))
     lines += agent_state_lines(store, scope, session, texts)
     lines += tool_cache_lines(store, scope, session, gone)
     memories = runtime.memories(scope)
@@ -104,7 +107,7 @@ def forget_messages(
     receipt = Receipt(
         action, scope, session, tuple(gone_ids), ordered(lines), rebuild, messages=tuple(gone)
     )
-    _audit(runtime, receipt, edits.audit_event(action, session, gone) | dict(extra))
+    _audit(runtime, receipt, edits.audit_event(action, session, gone, dropped) | dict(extra))
     return receipt
 
 

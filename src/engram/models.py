@@ -176,6 +176,21 @@ class StateRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class PromptRecord:
+    """One recorded turn of a session: the recipe of the prompt it sent.
+
+    ``turn`` numbers a session's recorded turns from 1; ``data`` is the recipe
+    (see :mod:`engram.provenance.recipe`); ``usage`` what the provider reported
+    about the answer (cached tokens), when the caller passed it on.
+    """
+
+    turn: int
+    at: datetime
+    data: JSON
+    usage: JSON | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryRecord:
     """A long-term memory of a scope."""
 

@@ -240,6 +240,9 @@ def _is_int(value: object) -> bool:
 
 
 #: Named presets, one per seed behaviour (see the module docstring).
+#: A policy name that means "the session's own" where another policy may be tried.
+CURRENT = "current"
+
 PRESETS: dict[str, Policy] = {
     policy.name: policy
     for policy in (

@@ -27,12 +27,13 @@ from engram.compaction.cycle import (
 )
 from engram.compaction.planner import plan_compaction, rows_from_messages
 from engram.compaction.prompt_sections import section_tokens, sections_tokens, state_sections
-from engram.compaction.state import CompactionState, fresh_state
+from engram.compaction.state import STATE_KIND, CompactionState, fresh_state
 from engram.context import (
     Context,
     HistoryReader,
     HistoryTotals,
     Omission,
+    Provenance,
     Section,
     build_context,
 )
@@ -152,6 +153,7 @@ def _build_prompt(
             sections,
             wrap(tail_reader(runtime.store, scope, session)),
             totals=totals,
+            provenance=_provenance(policy, request, sections),
         )
         return ctx if ctx.history == history else dataclasses.replace(ctx, history=history)
     fixed = fixed_tokens(request.system, sections)
@@ -159,7 +161,10 @@ def _build_prompt(
     if policy.compacts:
         _settle_compaction(runtime, scope, session, policy, reads, fixed, request.compact)
         _report_summarizer(runtime, reads)
-    sections.extend(state_sections(reads.state, citations=policy.citations))
+    sections += [
+        s.from_state(STATE_KIND, reads.version)
+        for s in state_sections(reads.state, citations=policy.citations)
+    ]
     providers, filters, views = extras
     for provider in providers:
         sections.extend(provider.sections(runtime.store, scope, session))
@@ -179,6 +184,7 @@ def _build_prompt(
         floor_id=reads.state.watermark or None,
         views=shown,
         totals=totals,
+        provenance=_provenance(policy, request, sections),
     )
     return dataclasses.replace(
         ctx,
@@ -187,6 +193,16 @@ def _build_prompt(
         pending_compaction=reads.pending,
         degraded=ctx.degraded or reads.degraded,
         history=history,
+    )
+
+
+def _provenance(policy: Policy, request: PromptRequest, sections: list[Section]) -> Provenance:
+    return Provenance(
+        policy,
+        tuple(sections),
+        system=request.system,
+        model=request.model,
+        merge_system=request.merge_system,
     )
 
 
@@ -215,6 +231,7 @@ def _build(
     floor_id: int | None = None,
     views: dict[int, str] | None = None,
     totals: HistoryTotals | None = None,
+    provenance: Provenance | None = None,
 ) -> Context:
     return build_context(
         reader,
@@ -228,6 +245,7 @@ def _build(
         views=views or None,
         totals=totals,
         merge_system=request.merge_system,
+        provenance=provenance,
     )
 
 

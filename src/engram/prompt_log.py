@@ -15,6 +15,12 @@ memory and writes them in batches: at most every :data:`FLUSH_SECONDS`, when
 the ``Engram`` closes. Another process sees a turn once its batch is written.
 A batch that cannot be written (store failure, lost races) is logged and
 dropped: it is a record, and never fails a turn.
+
+A turn may carry its recipe (:class:`~engram.provenance.recipe.PendingTurn`):
+it is written to the prompt archive with the same batch
+(:mod:`engram.provenance.writer`), and the returned
+:class:`~engram.provenance.writer.PromptTicket` takes what the provider then
+reports about the answer.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ from typing import Any
 
 from engram.errors import Contention, StoreError
 from engram.models import JSON
+from engram.provenance.digest import PieceCache
+from engram.provenance.recipe import PendingTurn
+from engram.provenance.writer import PromptTicket, UsageNotes, write_turns
 from engram.statedoc import compare_and_set
 from engram.store.base import Store
 
@@ -200,6 +209,9 @@ class PromptRecorder:
         self._flush_seconds = flush_seconds
         self._lock = threading.Lock()
         self._pending: dict[tuple[str, str], list[Turn]] = {}
+        self._recipes: dict[tuple[str, str], list[tuple[PendingTurn, PromptTicket]]] = {}
+        self._usage = UsageNotes()
+        self._pieces = PieceCache()
         self._waiting = 0
         self._last_flush = time.monotonic()
 
@@ -211,17 +223,20 @@ class PromptRecorder:
         sent_tokens: int,
         budget: int,
         history: tuple[int, int] | None = None,
-    ) -> None:
+        recipe: PendingTurn | None = None,
+    ) -> PromptTicket | None:
         """Record one turn with the stored history's size now (none for a session never written).
 
         ``history`` is that size as ``(messages, tokens)`` when the caller has
         just read it (the prompt builder does), which saves a look-up per turn.
+        With ``recipe`` the turn's recipe is archived too, and its ticket returned.
         """
         if history is None:
             info = self._store.get_session(scope, session)
             if info is None:
-                return
+                return None
             history = (info.message_count, info.token_count)
+        ticket = PromptTicket(scope, session, self._usage.add) if recipe is not None else None
         turn = Turn(
             at=datetime.now(UTC),
             sent_tokens=sent_tokens,
@@ -229,8 +244,12 @@ class PromptRecorder:
             history_messages=history[0],
             budget=budget,
         )
+        if recipe is not None:
+            recipe.at = turn.at
         with self._lock:
             self._pending.setdefault((scope, session), []).append(turn)
+            if recipe is not None and ticket is not None:
+                self._recipes.setdefault((scope, session), []).append((recipe, ticket))
             self._waiting += 1
             due = (
                 self._waiting >= MAX_BUFFERED
@@ -238,20 +257,28 @@ class PromptRecorder:
             )
         if due:
             self.flush()
+        return ticket
 
     def flush(self, scope: str | None = None, session: str | None = None) -> None:
         """Write the waiting turns: all of them, or those of one session."""
         with self._lock:
             if scope is None or session is None:
                 batch, self._pending = self._pending, {}
+                recipes, self._recipes = self._recipes, {}
                 self._waiting = 0
                 self._last_flush = time.monotonic()
             else:
                 turns = self._pending.pop((scope, session), [])
                 batch = {(scope, session): turns} if turns else {}
+                mine = self._recipes.pop((scope, session), [])
+                recipes = {(scope, session): mine} if mine else {}
                 self._waiting -= len(turns)
         for (batch_scope, batch_session), turns in batch.items():
             _write(self._store, batch_scope, batch_session, turns)
+        for (batch_scope, batch_session), pending in recipes.items():
+            write_turns(self._store, batch_scope, batch_session, pending, self._pieces)
+        if len(self._usage):
+            self._usage.write(self._store, scope, session)
 
     def drop(self, scope: str, session: str | None = None) -> None:
         """Forget the waiting turns of a session (or of a whole scope) that was deleted.
@@ -262,6 +289,8 @@ class PromptRecorder:
             gone = [k for k in self._pending if k[0] == scope and session in (None, k[1])]
             for key in gone:
                 self._waiting -= len(self._pending.pop(key))
+                for _, ticket in self._recipes.pop(key, []):
+                    ticket.failed = True
 
     def load(self, scope: str, session: str) -> PromptLog:
         """The session's log, with the turns this process still holds written first."""

@@ -28,15 +28,15 @@ from engram.compaction.cycle import CompactionResult, Loaded, compact_session
 from engram.compaction.metrics import CompactionMetrics
 from engram.compaction.summarizer import LLMSummarizer, OfflineSummarizer, Summarizer
 from engram.config import Config
-from engram.context import Section
+from engram.context import Section, SectionSource
 from engram.errors import InvalidQuery, MessageNotFound
 from engram.flags import FlagMetrics
 from engram.intake.checks import id_field
 from engram.intake.checks import message_id as checked_message_id
 from engram.llm.client import LLMClient
+from engram.memories import MEMORIES_KIND, Memories, MemoryBudget, MemoryMetrics
 from engram.memories import SECTION_TITLE as MEMORIES_SECTION_TITLE
-from engram.memories import Memories, MemoryBudget, MemoryMetrics
-from engram.memories.block import memory_block
+from engram.memories.block import shown_memories
 from engram.models import Message, NewMessage
 from engram.policy import Policy, get_policy
 from engram.prompt_log import PromptRecorder
@@ -247,11 +247,15 @@ class Runtime:
 
     def memories_section(self, scope: str) -> Section | None:
         """The scope's long-term memories as a prompt section, or None when it has none."""
+        items: tuple[tuple[int, str], ...] = ()
         if self.memories_text is not None:
             text = self.memories_text(scope)
         else:
-            text = memory_block(self.store, scope, self.memory_metrics, tz=self.tz)
-        return Section(MEMORIES_SECTION_TITLE, text) if text and text.strip() else None
+            text, shown = shown_memories(self.store, scope, self.memory_metrics, tz=self.tz)
+            items = tuple((m.id, m.updated_at.isoformat()) for m in shown)
+        if not text or not text.strip():
+            return None
+        return Section(MEMORIES_SECTION_TITLE, text, SectionSource(MEMORIES_KIND, None, items))
 
     # -- lifecycle ------------------------------------------------------------------
 

@@ -18,7 +18,6 @@ from engram import idempotency, searching
 from engram.agent_state import AgentState
 from engram.compaction.cycle import CompactionResult, load_compaction_state
 from engram.compaction.state import CompactionState
-from engram.context import Context
 from engram.errors import InvalidMessage, InvalidQuery
 from engram.intake.checks import (
     MAX_CONTENT_BYTES,
@@ -34,12 +33,12 @@ from engram.memories.records import Outcome as MemoryOutcome
 from engram.memories.service import Memories
 from engram.models import ROLES, Message, NewMessage, SearchHit, SessionInfo
 from engram.policy import DEFAULT_BUDGET, Policy, get_policy
-from engram.prompt import PromptRequest, build_prompt, fixed_tokens, stored_totals
-from engram.prompt_log import PromptLog
+from engram.prompt import fixed_tokens
 from engram.runtime import Runtime
 from engram.search.when import moment
 from engram.sections.agent_state import load_agent_state, update_agent_state
 from engram.session_edits import TOOL_CALL_LOOKBACK, EditVerbs
+from engram.session_prompts import SessionPrompts
 from engram.store.base import MAX_PAGE
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ TITLE_SCAN = 20
 TITLE_WORDS = 8
 
 
-class Session(EditVerbs):
+class Session(EditVerbs, SessionPrompts):
     """One conversation of a scope. Obtain it with :meth:`Engram.session`."""
 
     def __init__(
@@ -175,61 +174,6 @@ class Session(EditVerbs):
         """The whole history, oldest first, a page at a time (for display)."""
         after = optional_message_id("after_id", after_id)
         return self._store.page(self.scope, self.id, after_id=after, limit=_page_limit(limit))
-
-    def context(
-        self,
-        budget: int | None = None,
-        *,
-        reserve: int | None = None,
-        system: str | None = None,
-        model: str | None = None,
-        policy: Policy | str | Mapping[str, Any] | None = None,
-        compact: bool = True,
-        merge_system: bool = False,
-    ) -> Context:
-        """The prompt for the next turn: fits ``budget - reserve`` tokens, exactly counted.
-
-        Order: system, long-term memories, important data, summary, then the
-        recent messages after the compaction watermark. When the policy's
-        compaction is due it runs first (``sync_compaction``, within the
-        configured deadline) or in the background, and
-        ``Context.pending_compaction`` says so; a compaction whose model failed
-        is reported in ``Context.degraded``. ``compact=False`` never writes:
-        it shows the prompt the stored state gives now (a note says when a
-        compaction is due). A prompt built with ``compact=True`` (a real turn)
-        is recorded in the session's prompt log (:meth:`prompt_log`).
-        ``merge_system`` shows the system prompt and the sections as one
-        system message. For Anthropic, use ``ctx.to_anthropic()``; the
-        policy's ``cache_window`` keeps the prefix identical between turns so
-        providers' prompt caches can reuse it.
-        """
-        active = get_policy(policy) if policy is not None else self.policy
-        request = PromptRequest(
-            budget=budget if budget is not None else (active.default_budget or DEFAULT_BUDGET),
-            reserve=reserve if reserve is not None else active.default_reserve,
-            system=system,
-            model=model,
-            compact=compact,
-            merge_system=merge_system,
-        )
-        # One read of the stored totals serves the prompt (Context.history), the
-        # cache-aware window and the prompt log.
-        totals = stored_totals(self._store, self.scope, self.id)
-        ctx = build_prompt(self.runtime, self.scope, self.id, active, request, totals=totals)
-        self.runtime.remember_visible(self.scope, self.id, ctx.message_ids)
-        if compact and totals is not None:  # a session never written records nothing
-            self.runtime.prompts.record(
-                self.scope,
-                self.id,
-                sent_tokens=ctx.tokens,
-                budget=ctx.budget,
-                history=(totals.messages, totals.tokens),
-            )
-        return ctx
-
-    def prompt_log(self) -> PromptLog:
-        """Tokens sent per recorded turn against the full history's size, and the totals."""
-        return self.runtime.prompts.load(self.scope, self.id)
 
     # -- compaction ------------------------------------------------------------------
 

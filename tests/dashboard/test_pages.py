@@ -228,3 +228,45 @@ def test_an_image_message_shows_a_thumbnail_and_a_caption(http: httpx.Client, si
     assert f'<img src="{inline}"' in page  # a stored data URL is shown as it is
     assert "[image: image/png, 32x24, 1 KiB, detail high]" in page
     assert f"[image: {remote}]" in page and f'src="{remote}"' not in page  # never loaded
+
+
+class TestPromptCache:
+    def test_the_chart_shows_the_cacheable_and_cached_tokens(
+        self, http: httpx.Client, site: Site
+    ) -> None:
+        chat = site.engram.session(LAUNCH, scope=SCOPE)
+        recorded = chat.prompts(newest=True, limit=1)[0]
+        page = http.get(f"/p/{SCOPE}/s/{LAUNCH}", headers=bearer(site.phoenix_key)).text
+        assert '<polyline class="cacheable" points="' in page
+        assert "cached by the provider" in page
+        row = re.search(rf"<tr><td>{recorded.turn}</td>.*?</tr>", page, re.S)
+        assert row is not None and f">{recorded.tokens:,}<" in row.group(0)
+
+    def test_what_if_shows_both_policies_on_one_chart_and_writes_nothing(
+        self, http: httpx.Client, site: Site
+    ) -> None:
+        before = site.engram.export_session(LAUNCH, SCOPE)
+        turns = len(site.engram.session(LAUNCH, scope=SCOPE).prompts(limit=1000))
+        page = http.get(
+            f"/p/{SCOPE}/s/{LAUNCH}/what-if",
+            params={"policy": "lean", "budget": 2000},
+            headers=bearer(site.phoenix_key),
+        )
+        assert page.status_code == 200
+        assert '<polyline class="s0" points="' in page.text
+        assert '<polyline class="s1" points="' in page.text
+        assert re.search(r'<th scope="row">current \(\w+\)</th>', page.text)
+        assert '<th scope="row">lean</th>' in page.text
+        assert site.engram.export_session(LAUNCH, SCOPE) == before
+        assert len(site.engram.session(LAUNCH, scope=SCOPE).prompts(limit=1000)) == turns
+
+    def test_what_if_names_the_presets_for_an_unknown_policy(
+        self, http: httpx.Client, site: Site
+    ) -> None:
+        page = http.get(
+            f"/p/{SCOPE}/s/{LAUNCH}/what-if",
+            params={"policy": "nope"},
+            headers=bearer(site.phoenix_key),
+        )
+        assert page.status_code == 422
+        assert "choose one of default, lean" in page.text

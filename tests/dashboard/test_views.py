@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engram.activity import Activity
-from engram.dashboard.views import ProjectRow, highlight, sort_projects, tokens_chart
+from engram.dashboard.charts import tokens_chart
+from engram.dashboard.views import ProjectRow, highlight, sort_projects
 from engram.prompt_log import PromptLog, Turn
 
 AT = datetime(2025, 3, 3, tzinfo=UTC)

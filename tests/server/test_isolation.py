@@ -31,6 +31,7 @@ BODIES: dict[str, Any] = {
     "/memories/{memory_id}": {"content": "changed"},
     "/sessions/{session}": {"policy": "lean"},
     "/tools/{name}": {"arguments": {"query": "secret"}},
+    "/replay": {"policy": "lean"},
 }
 
 
@@ -85,6 +86,7 @@ def world(sqlite_engram: Engram) -> dict[str, Any]:
             "message_id": stored[0].id,
             "memory_id": memory.id,
             "name": "search_history",
+            "turn": 1,
         },
         "other_rw": keys.create(scopes=["mine"]).secret,
         "victim_ro": keys.create(scopes=[VICTIM], read_only=True).secret,
@@ -94,7 +96,7 @@ def world(sqlite_engram: Engram) -> dict[str, Any]:
 
 def _call(api: TestClient, method: str, path: str, world: dict[str, Any]) -> Any:
     url = _fill(path, world["ids"])
-    params = {"q": "swordfish", "when": "today"}
+    params = {"q": "swordfish", "when": "today", "against": 1}
     return api.request(method, url, json=_body(path, method), params=params)
 
 

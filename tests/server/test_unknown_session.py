@@ -35,9 +35,15 @@ ROUTES: list[tuple[str, str, dict[str, Any] | None, dict[str, Any] | None]] = [
     ("POST", "/tools/get_memory_stats", None, {}),
     ("POST", "/compact", None, {}),
     ("DELETE", "/messages", None, None),
+    ("GET", "/prompts", None, None),
+    ("POST", "/replay", None, {"policy": "lean"}),
+    ("GET", "/prompts/1", None, None),
+    ("GET", "/prompts/1/diff", {"against": 1}, None),
     ("POST", "/end", None, {}),
     ("DELETE", "", None, None),
 ]
+#: A session made with PUT has no recorded turn: these answer 404 (turn not found) then.
+NO_TURN = 4
 
 
 def _call(api: TestClient, route: tuple[str, str, Any, Any]) -> Any:
@@ -68,7 +74,7 @@ def test_every_route_under_an_unknown_session_is_404(
     assert sqlite_engram.session_info("ghost", "p") is None  # the refused read created nothing
 
 
-@pytest.mark.parametrize("route", ROUTES[1:-2], ids=lambda r: f"{r[0]} {r[1]} {r[2] or r[3]}")
+@pytest.mark.parametrize("route", ROUTES[1:-NO_TURN], ids=lambda r: f"{r[0]} {r[1]} {r[2] or r[3]}")
 def test_a_session_made_with_put_is_readable_before_its_first_message(
     api: TestClient, route: tuple[str, str, Any, Any]
 ) -> None:
@@ -95,5 +101,10 @@ def test_the_list_covers_every_route_under_a_session(api: TestClient) -> None:
         for method in item
     }
     creators = {("POST", "/messages"), ("PUT", "")}
-    tested = {(method, re.sub(r"/tools/.*", "/tools/{name}", path)) for method, path, *_ in ROUTES}
+    named = (("/tools/.*", "/tools/{name}"), ("/prompts/1", "/prompts/{turn}"))
+    tested = set()
+    for method, path, *_ in ROUTES:
+        for pattern, name in named:
+            path = re.sub(pattern, name, path)
+        tested.add((method, path))
     assert documented - creators == tested

@@ -41,10 +41,11 @@ from typing import TYPE_CHECKING, Literal, NamedTuple, Required, TypedDict, Unpa
 
 from engram import telemetry
 from engram.chat.steps import fit_steps
-from engram.context import MIN_BUDGET
+from engram.context import MIN_BUDGET, Context
 from engram.errors import ConfigError, InvalidMessage, StoreError
 from engram.limits import MAX_EXTENDED_CONTEXT
 from engram.models import JSON, Message
+from engram.provenance.recipe import VIA_CHAT
 from engram.tokens import TokenCounter, count_tools, counter_for_model
 from engram.tools.dispatcher import dispatch, is_error
 from engram.tools.registry import HISTORY_TOOLS_PROMPT, TOOLS, schemas, select
@@ -305,7 +306,7 @@ def turn_steps(
     answer: LLMResult | None = None
     while rounds < max_rounds:
         rounds += 1
-        messages, visible = _prompt(
+        ctx, messages, visible = _prompt(
             session, turn, steps, newest, counter, counter_model,
             budget=budget - tools_tokens, reserve=reserve, room=room, system=prompt,
         )  # fmt: skip
@@ -314,7 +315,13 @@ def turn_steps(
             # More tool calls could not be shown either: spend no more rounds on them.
             turn.note("tool results did not fit the budget; the model had to answer without them")
             last = True
-        answer = yield ModelCall(messages, None if last else offered)
+        sent_tools = None if last else offered
+        # Recorded as sent: the unstored tool rounds after the context, the tools offered.
+        session.record_prompt(
+            ctx, tools=sent_tools, extra=messages[len(ctx.messages) :], via=VIA_CHAT
+        )
+        answer = yield ModelCall(messages, sent_tools)
+        session.answered(answer.usage())
         turn.usage = turn.usage.plus(answer)
         if record_usage:
             _record(session, answer, turn)
@@ -424,18 +431,19 @@ def _prompt(
     reserve: int,
     room: int,
     system: str | None,
-) -> tuple[list[JSON], bool]:
+) -> tuple[Context, list[JSON], bool]:
     """The messages of one round: the stored context, then any unstored tool rounds.
 
-    Also tells whether the newest tool round (stored ``newest`` or the last
-    of ``steps``) is in the prompt at all.
+    Returns the context too (recorded once the round's tools are known), and
+    whether the newest tool round (stored ``newest`` or the last of ``steps``)
+    is in the prompt at all.
     """
     had_steps = bool(steps)
     # The stored context keeps at least half the room (and never less than a prompt needs).
     allowed = room - max(MIN_BUDGET, room - room // STEPS_SHARE)
     steps_tokens = fit_steps(steps, counter, allowed, turn.note) if steps else 0
     ctx = session.context(
-        budget - steps_tokens, reserve=reserve, system=system, model=counter_model
+        budget - steps_tokens, reserve=reserve, system=system, model=counter_model, record=False
     )
     if ctx.degraded:
         turn.note(ctx.degraded)
@@ -445,7 +453,7 @@ def _prompt(
     turn.context_tokens.append(ctx.tokens + steps_tokens)
     shown = set(ctx.message_ids)
     visible = all(i in shown for i in newest) and (bool(steps) or not had_steps)
-    return messages, visible
+    return ctx, messages, visible
 
 
 def _run_calls(

@@ -23,6 +23,7 @@ from engram.cli.importing import import_command
 from engram.cli.keys import keys_group
 from engram.cli.mcp import mcp_command, mcp_config_command
 from engram.cli.migrate import migrate_command
+from engram.cli.prompts import prompts_group, replay_command
 from engram.cli.query import context_command, search_command, stats_command
 from engram.cli.serve import serve_command
 from engram.errors import EngramError
@@ -76,5 +77,7 @@ main.add_command(keys_group)
 main.add_command(mcp_command)
 main.add_command(mcp_config_command)
 main.add_command(forget_group)
+main.add_command(prompts_group)
+main.add_command(replay_command)
 
 __all__ = ["EngramGroup", "main"]

@@ -169,14 +169,15 @@ def context_lines(built: Context, *, width: int | None) -> list[str]:
     ids = built.message_ids
     if ids:
         lines.append(f"Stored messages sent: {len(ids)} (ids {ids[0]}..{ids[-1]}).")
-    lines.extend(_omission_line(omission) for omission in built.omitted)
+    lines.extend(omission_line(omission) for omission in built.omitted)
     if not built.omitted:
         lines.append("Left out: nothing.")
     lines.extend(f"Note: {note}" for note in built.notes)
     return lines
 
 
-def _omission_line(omission: Omission) -> str:
+def omission_line(omission: Omission) -> str:
+    """One line saying what was left out of a prompt, and why."""
     parts = []
     if omission.message_ids:
         shown = ", ".join(str(i) for i in omission.message_ids[:10])

@@ -330,7 +330,9 @@ def _commit(
             notes=(*notes, "another compaction committed first; this one was discarded"),
             state=current,
         )
-    committed = state.replace(reset_reason=None)
+    # The state as stored: a backend may keep object keys in another order (jsonb), and
+    # the prompt built from it now must show what later turns (and a replay) read back.
+    committed = parse_state(saved.data)
     log.info(
         "compacted %s/%s (%s): %d message(s) folded, watermark %d, summary v%d",
         scope,

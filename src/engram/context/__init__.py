@@ -57,7 +57,9 @@ from engram.context.results import (
     HistoryReader,
     HistoryTotals,
     Omission,
+    Provenance,
     Section,
+    SectionSource,
 )
 from engram.context.truncation import MIN_VIEW_TOKENS
 from engram.context.window import FIRST_CHUNK, MAX_CHUNK, MAX_TURN_SCAN, MIN_CHUNK
@@ -81,6 +83,8 @@ __all__ = [
     "HistoryReader",
     "HistoryTotals",
     "Omission",
+    "Provenance",
     "Section",
+    "SectionSource",
     "build_context",
 ]

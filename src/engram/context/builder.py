@@ -26,6 +26,7 @@ from engram.context.results import (
     HistoryReader,
     HistoryTotals,
     Omission,
+    Provenance,
     Section,
 )
 from engram.context.shapes import SYSTEM_JOINER
@@ -120,6 +121,7 @@ def build_context(
     views: Mapping[int, str] | None = None,
     totals: HistoryTotals | None = None,
     merge_system: bool = False,
+    provenance: Provenance | None = None,
 ) -> Context:
     """Build the prompt for the next model call of one session.
 
@@ -142,6 +144,7 @@ def build_context(
             stays identical between turns (:mod:`engram.context.cache_window`).
         merge_system: Show the system prompt and the sections as one system
             message (for chat templates that refuse several).
+        provenance: What the prompt is built from, carried as ``Context.provenance``.
 
     Returns:
         The context; ``tokens <= budget - reserve`` always holds.
@@ -185,7 +188,16 @@ def build_context(
 
     # 3. Assemble: system, sections, window (oldest first), current turn.
     return _assemble(
-        costing, pol, fixed, window, turn, report, budget=budget, reserve=reserve, history=totals
+        costing,
+        pol,
+        fixed,
+        window,
+        turn,
+        report,
+        budget=budget,
+        reserve=reserve,
+        history=totals,
+        provenance=provenance,
     )
 
 
@@ -274,6 +286,7 @@ def _assemble(
     budget: int,
     reserve: int,
     history: HistoryTotals | None,
+    provenance: Provenance | None,
 ) -> Context:
     """Lay out the prompt: system, sections, window (oldest first), current turn."""
     messages, fixed_cost = fixed.messages(costing)
@@ -332,4 +345,5 @@ def _assemble(
         viewed_ids=viewed_ids,
         degraded=report.degraded,
         turn_start=turn_start if turn else None,
+        provenance=provenance,
     )

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 from engram.context.shapes import anthropic_prompt
 from engram.models import JSON, Message
+from engram.policy import Policy
 
 #: Reads one session: the newest ``limit`` messages with ``id < before_id``
 #: (all when None), oldest first. ``Store.tail`` bound to a session is one.
@@ -22,18 +23,69 @@ TURN_OVER_BUDGET = "turn over budget"
 
 
 @dataclass(frozen=True, slots=True)
+class SectionSource:
+    """Where a section's text comes from, so a recorded prompt can name it (and rebuild it).
+
+    Attributes:
+        kind: The session state document it renders ("compaction", "agent_state",
+            "tool_cache"), or "memories" for the scope's long-term memories.
+        version: The state document's version shown; None for memories.
+        items: The memories shown, as ``(id, updated_at ISO)`` pairs.
+
+    """
+
+    kind: str
+    version: int | None = None
+    items: tuple[tuple[int, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Section:
     """A fixed block shown as a system message after the system prompt.
 
-    Rendered as the title in brackets, a newline, then the text; blank text is skipped.
+    Rendered as the title in brackets, a newline, then the text; blank text is
+    skipped. ``source`` says what the text was rendered from (it takes no part
+    in equality).
     """
 
     title: str
     text: str
+    source: SectionSource | None = field(default=None, compare=False)
 
     def render(self) -> str:
         """Return the content of the system message that carries this section."""
         return f"[{self.title}]\n{self.text}"
+
+    def from_state(self, kind: str, version: int) -> Section:
+        """This section marked as rendered from version ``version`` of the ``kind`` state.
+
+        Version 0 (never saved) or less (unreadable) leaves it unmarked: no
+        stored version could rebuild it.
+        """
+        if version <= 0:
+            return self
+        return Section(self.title, self.text, SectionSource(kind, version))
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """What a prompt was built from, so its turn's recipe can name it.
+
+    Attributes:
+        policy: The policy it was built under.
+        sections: The sections offered, with their sources (those dropped for
+            room included).
+        system: The system prompt asked for (the prompt may show it cut).
+        model: The model named for counting.
+        merge_system: One system message was asked for.
+
+    """
+
+    policy: Policy
+    sections: tuple[Section, ...] = ()
+    system: str | None = None
+    model: str | None = None
+    merge_system: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +118,12 @@ class Omission:
 
     def to_dict(self) -> JSON:
         """Plain JSON-ready data."""
-        out = asdict(self)
-        out["message_ids"] = list(self.message_ids)
-        return out
+        return {
+            "reason": self.reason,
+            "message_ids": list(self.message_ids),
+            "before_id": self.before_id,
+            "detail": self.detail,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +158,9 @@ class Context:
         turn_start: Index in ``messages`` where the current turn (the newest
             user message) begins: everything before it is the stable prefix a
             provider's prompt cache may have seen on the previous turn.
+        provenance: What the prompt was built from (policy, sections with their
+            sources, system prompt asked for); the turn's recipe names them.
+            Not part of :meth:`to_dict`.
 
     """
 
@@ -125,6 +183,7 @@ class Context:
     pending_compaction: bool = False
     degraded: str | None = None
     turn_start: int | None = None
+    provenance: Provenance | None = None
 
     def to_anthropic(self, *, cache: bool = True) -> JSON:
         """This prompt in Anthropic's Messages form: ``{"system": ..., "messages": [...]}``.

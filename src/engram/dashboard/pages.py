@@ -17,18 +17,15 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from engram.context.anatomy import describe
 from engram.dashboard.access import EngramDep, ViewerDep
+from engram.dashboard.charts import CHART_TURNS, compare_chart, recorded_chart, tokens_chart
 from engram.dashboard.errors import PageRoute
 from engram.dashboard.rendering import render
-from engram.dashboard.views import (
-    PROJECT_SORTS,
-    ProjectRow,
-    sort_projects,
-    tokens_chart,
-)
+from engram.dashboard.views import PROJECT_SORTS, ProjectRow, sort_projects
 from engram.engine import Engram
-from engram.errors import InvalidQuery
+from engram.errors import InvalidQuery, TurnNotFound
 from engram.intake.checks import MAX_MESSAGE_ID
 from engram.limits import MAX_BUDGET, MAX_ID, MAX_OFFSET
+from engram.policy import PRESETS
 from engram.session import Session
 
 __all__ = ["router"]
@@ -169,8 +166,54 @@ def conversation(
         at=at,
         prompt_ids=set(prompt["ctx"].message_ids),
         activity=activity,
-        chart=tokens_chart(activity.prompts.recent, activity.prompts.turns),
+        chart=_chart(chat, activity.prompts.recent, activity.prompts.turns),
         **prompt,
+    )
+
+
+def _chart(chat: Session, recent: Any, total: int) -> Any:
+    """The tokens chart from the recorded turns' recipes, else from the prompt log."""
+    try:
+        recorded = chat.prompts(limit=CHART_TURNS, newest=True)
+    except TurnNotFound:  # a store that keeps no recipes
+        recorded = []
+    return recorded_chart(recorded) if recorded else tokens_chart(recent, total)
+
+
+@router.get("/p/{scope}/s/{session}/what-if", response_class=HTMLResponse)
+def what_if(
+    request: Request,
+    scope: str,
+    session: str,
+    engram: EngramDep,
+    viewer: ViewerDep,
+    policy: str = "lean",
+    budget: Annotated[int | None, Query(ge=1, le=10_000_000)] = None,
+    model: str | None = None,
+) -> Response:
+    """The history under its own policy and a chosen one, side by side (nothing is written)."""
+    viewer.require_read(scope)
+    chat = _open(engram, scope, session)
+    if policy not in PRESETS:
+        raise InvalidQuery(f"policy: choose one of {', '.join(PRESETS)}")
+    tried = [
+        engram.what_if(session, scope, policy=name, budget=budget, model=model or None)
+        for name in ("current", policy)
+    ]
+    labels = [f"current ({tried[0].policy})", tried[1].policy]
+    return render(
+        request,
+        "whatif.html",
+        viewer=viewer,
+        scope=scope,
+        session=session,
+        title=chat.title(),
+        presets=list(PRESETS),
+        chosen=policy,
+        budget=budget,
+        model=model or "",
+        comparison=compare_chart(tried, labels),
+        rows=[(label, found.to_dict()) for label, found in zip(labels, tried, strict=True)],
     )
 
 

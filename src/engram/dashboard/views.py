@@ -1,4 +1,4 @@
-"""Presentation helpers of the dashboard: rows, sorting, highlighting, the tokens chart.
+"""Presentation helpers of the dashboard: rows, sorting, highlighting.
 
 Nothing here reads data: the pages hand in what the facade returned, and get
 back what the templates show (numbers for people, SVG points, safe HTML).
@@ -20,18 +20,15 @@ from engram.activity import Activity
 from engram.compaction.citations import Cites, parse_ranges
 from engram.compaction.data_cites import cites_of
 from engram.compaction.state import CompactionState
-from engram.prompt_log import Turn
 
 __all__ = [
     "PROJECT_SORTS",
-    "Chart",
     "ProjectRow",
     "cite_links",
     "cited_groups",
     "highlight",
     "pretty_json",
     "sort_projects",
-    "tokens_chart",
 ]
 
 #: Column keys the projects table can be sorted by.
@@ -134,46 +131,3 @@ def cited_groups(state: CompactionState) -> list[tuple[str, list[tuple[str, Cite
 def pretty_json(value: Any) -> str:
     """Indented JSON for people (tool calls, metadata)."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
-
-
-@dataclass(frozen=True, slots=True)
-class Chart:
-    """The tokens chart: SVG polylines of tokens sent and of the full history, per turn."""
-
-    width: int
-    height: int
-    sent_points: str
-    history_points: str
-    top: int
-    turns: int
-    first_turn: int
-    rows: tuple[Turn, ...]
-
-
-def tokens_chart(
-    turns: Sequence[Turn], total_turns: int, *, width: int = 600, height: int = 180
-) -> Chart:
-    """Points of the tokens chart for the newest recorded ``turns``.
-
-    ``total_turns`` is how many turns were recorded in all (the first shown
-    is turn ``total_turns - len(turns) + 1``).
-    """
-    top = max([1, *(t.history_tokens for t in turns), *(t.sent_tokens for t in turns)])
-    span = max(len(turns) - 1, 1)
-
-    def points(values: Sequence[int]) -> str:
-        return " ".join(
-            f"{round(i * width / span, 1)},{round(height - v * height / top, 1)}"
-            for i, v in enumerate(values)
-        )
-
-    return Chart(
-        width=width,
-        height=height,
-        sent_points=points([t.sent_tokens for t in turns]),
-        history_points=points([t.history_tokens for t in turns]),
-        top=top,
-        turns=total_turns,
-        first_turn=total_turns - len(turns) + 1,
-        rows=tuple(turns),
-    )

@@ -38,7 +38,13 @@ from engram.errors import ConfigError, LLMBadResponse, LLMError, LLMTimeout
 from engram.intake.checks import clean_text
 from engram.llm.deadline import async_deadline, bounded_http_client, step, steps, sync_deadline
 from engram.llm.prices import cost_usd
-from engram.llm.replies import Reply, StreamedAnswer, clean_call, parse_json_object
+from engram.llm.replies import (
+    Reply,
+    StreamedAnswer,
+    cached_tokens_of,
+    clean_call,
+    parse_json_object,
+)
 from engram.models import JSON, UsageRecord
 from engram.tokens import count_messages, counter_for_model
 
@@ -89,6 +95,19 @@ class LLMResult:
     finish_reason: str | None = None
     tool_calls: list[JSON] = field(default_factory=list)
     usage_estimated: bool = False
+    cached_tokens: int | None = None
+
+    def usage(self) -> JSON | None:
+        """The provider's usage of this call in OpenAI's shape (None when it reported none).
+
+        ``prompt_tokens_details.cached_tokens`` is what its prompt cache served.
+        """
+        if self.usage_estimated:
+            return None
+        out: JSON = {"prompt_tokens": self.input_tokens, "completion_tokens": self.output_tokens}
+        if self.cached_tokens is not None:
+            out["prompt_tokens_details"] = {"cached_tokens": self.cached_tokens}
+        return out
 
     def usage_record(self, created_at: datetime | None = None) -> UsageRecord:
         """Return the call as a :class:`UsageRecord`, ready for ``Store.record_usage``."""
@@ -468,6 +487,7 @@ class LLMClient:
             model=getattr(response, "model", None) or self.model,
             prompt_tokens=None if usage is None else usage.prompt_tokens,
             completion_tokens=None if usage is None else usage.completion_tokens,
+            cached_tokens=None if usage is None else cached_tokens_of(usage),
         )
         return self._assemble(reply, messages, purpose)
 
@@ -502,6 +522,7 @@ class LLMClient:
             finish_reason=reply.finish_reason,
             tool_calls=tool_calls,
             usage_estimated=estimated,
+            cached_tokens=None if estimated else reply.cached_tokens,
         )
 
 

@@ -28,6 +28,14 @@ class Reply:
     model: Any
     prompt_tokens: int | None
     completion_tokens: int | None
+    cached_tokens: int | None = None
+
+
+def cached_tokens_of(usage: Any) -> int | None:
+    """``usage.prompt_tokens_details.cached_tokens`` of a chat completion, when reported."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    value = getattr(details, "cached_tokens", None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(slots=True)
@@ -40,6 +48,7 @@ class StreamedAnswer:
     finish_reason: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    cached_tokens: int | None = None
     started: bool = False
     choices: bool = False
 
@@ -51,6 +60,7 @@ class StreamedAnswer:
         if usage is not None:
             self.prompt_tokens = usage.prompt_tokens
             self.completion_tokens = usage.completion_tokens
+            self.cached_tokens = cached_tokens_of(usage)
         choices = getattr(chunk, "choices", None) or []
         if not isinstance(choices, list) or not choices:
             return ""
@@ -81,6 +91,7 @@ class StreamedAnswer:
             model=self.model,
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
+            cached_tokens=self.cached_tokens,
         )
 
 

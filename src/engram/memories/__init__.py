@@ -19,7 +19,7 @@ from engram.memories.ending import LIFECYCLE_KIND
 from engram.memories.eviction import DECISION_PROMPT, Decision
 from engram.memories.metrics import MemoryMetrics
 from engram.memories.records import DEFAULT_CAP, MAX_CONTENT_CHARS, CreatedMemory, Outcome
-from engram.memories.rendering import SECTION_TITLE, format_memories
+from engram.memories.rendering import MEMORIES_KIND, SECTION_TITLE, format_memories
 from engram.memories.service import DEFAULT_TIMEOUT, Memories
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "LIFECYCLE_KIND",
     "MAX_CONTENT_CHARS",
+    "MEMORIES_KIND",
     "PENDING_KIND",
     "PURPOSE_COMPACT",
     "PURPOSE_CREATE",

@@ -12,6 +12,7 @@ from typing import Any
 
 from engram.memories.metrics import MemoryMetrics
 from engram.memories.rendering import format_memories
+from engram.models import MemoryRecord
 from engram.store import Store
 
 logger = logging.getLogger("engram.memories")
@@ -26,9 +27,16 @@ def memory_block(
     ``Memories`` method only: every ``context()`` calls it, and reading needs
     neither the scope's write lock nor a model client.
     """
+    return shown_memories(store, scope, metrics, label=label, tz=tz)[0]
+
+
+def shown_memories(
+    store: Store, scope: str, metrics: MemoryMetrics, *, label: str | None = None, tz: Any = None
+) -> tuple[str, list[MemoryRecord]]:
+    """The memory block of ``scope`` (see :func:`memory_block`) and the memories in it."""
     memories = store.list_memories(scope)
     text = format_memories(label or scope, memories, tz=tz)
     if text:
         metrics.incr("injections")
         logger.debug("retrieved %d memories for scope %s", len(memories), scope)
-    return text
+    return text, memories

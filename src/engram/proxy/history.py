@@ -24,6 +24,7 @@ from engram import tools
 from engram.chat.loop import result_cap
 from engram.context import Context
 from engram.models import JSON, Message, SessionInfo
+from engram.provenance.recipe import VIA_PROXY
 from engram.proxy.align import UPSTREAM_KEY
 from engram.proxy.plan import CUT_KEY
 from engram.proxy.request import ChatRequest
@@ -61,9 +62,17 @@ class Book(Protocol):
         ...
 
     def context(
-        self, budget: int, *, reserve: int, system: str | None, model: str, merge_system: bool
+        self,
+        budget: int,
+        *,
+        reserve: int,
+        system: str | None,
+        model: str,
+        merge_system: bool,
+        tools: Sequence[Mapping[str, Any]] | None,
+        via: str,
     ) -> Context:
-        """The budgeted prompt of the next call."""
+        """The budgeted prompt of the next call (recorded, with ``tools``, when it is stored)."""
         ...
 
     def info(self) -> SessionInfo | None:
@@ -137,6 +146,8 @@ def build_round(
         system=request.system_prompt(engram_tools),
         model=request.model,
         merge_system=single_system,
+        tools=offered,  # recorded with the turn: the upstream gets ctx.messages and these
+        via=VIA_PROXY,
     )
     info = book.info()
     kept = _kept(kept_from, book, ctx) if kept_from is not None and request.keeps else {}

@@ -166,7 +166,9 @@ def _writer(session: Session) -> Writer:
     def write(gone_ids: list[int], batch: list[JSON], key: str | None) -> tuple[int, int]:
         with store.atomic() if isinstance(store, Atomic) else nullcontext():
             gone = (
-                edits.delete(store, session.scope, session.id, gone_ids, action=EDIT_ACTION)
+                edits.delete(
+                    store, session.scope, session.id, gone_ids, action=EDIT_ACTION
+                ).messages
                 if gone_ids
                 else []
             )

@@ -211,6 +211,7 @@ class ProxyTurn:
             self.report.upstream = reply.headers
             answer = reply.body
             self.report.add_usage(answer.get("usage"))
+            self.session.answered(answer.get("usage"))  # kept with the round's recorded turn
             choices = answer.get("choices") or [{}]
             message = dict(choices[0].get("message") or {})
             theirs = await self._tool_calls(message, built, last, answer)
@@ -253,6 +254,7 @@ class ProxyTurn:
                 raise
             await stack.aclose()
             self.report.add_usage(gathered.usage)
+            self.session.answered(gathered.usage)
             message = gathered.message()
             theirs = await self._tool_calls(message, built, last, gathered.template or {})
             if theirs is None:
@@ -426,6 +428,7 @@ class ProxyTurn:
         """A chunk for the client: Engram's calls dropped, usage as the turn's totals."""
         if isinstance(chunk.get("usage"), dict):
             self.report.add_usage(chunk["usage"])
+            self.session.answered(chunk["usage"])
         shown = relay.chunk(chunk)
         if shown is None:
             return None

@@ -69,9 +69,20 @@ class Scratch:
         return added
 
     def context(
-        self, budget: int, *, reserve: int, system: str | None, model: str, merge_system: bool
+        self,
+        budget: int,
+        *,
+        reserve: int,
+        system: str | None,
+        model: str,
+        merge_system: bool,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        via: str = "",
     ) -> Context:
-        """The prompt of the next call: the stored history shown, then the turn's messages."""
+        """The prompt of the next call: the stored history shown, then the turn's messages.
+
+        Nothing is recorded (``tools`` and ``via`` are the recorded turn's): the turn is not kept.
+        """
         session = self.session
         request = PromptRequest(
             budget=budget,

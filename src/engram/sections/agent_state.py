@@ -151,5 +151,6 @@ class AgentStateSection:
 
     def sections(self, store: Store, scope: str, session: str) -> list[Section]:
         """The agent-state section, when the state holds anything."""
-        section = agent_state_section(load_agent_state(store, scope, session)[0])
-        return [section] if section is not None else []
+        state, version = load_agent_state(store, scope, session)
+        section = agent_state_section(state)
+        return [section.from_state(AGENT_STATE_KIND, version)] if section is not None else []

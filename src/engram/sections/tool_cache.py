@@ -164,5 +164,6 @@ class ToolCacheSection:
 
     def sections(self, store: Store, scope: str, session: str) -> list[Section]:
         """The cache section, when the cache holds anything."""
-        section = cache_section(load_exchange_state(store, scope, session)[0])
-        return [section] if section is not None else []
+        state, version = load_exchange_state(store, scope, session)
+        section = cache_section(state)
+        return [section.from_state(TOOL_CACHE_KIND, version)] if section is not None else []

@@ -40,6 +40,7 @@ from engram.errors import (
     NotFound,
     SessionNotFound,
     StoreError,
+    TurnNotFound,
 )
 from engram.proxy.budget import PromptTooLarge
 from engram.server.schemas import APPEND_FORMS
@@ -93,6 +94,7 @@ ERROR_STATUS: tuple[tuple[type[EngramError], int, str], ...] = (
     (SessionNotFound, 404, "session_not_found"),
     (MessageNotFound, 404, "message_not_found"),
     (MemoryNotFound, 404, "memory_not_found"),
+    (TurnNotFound, 404, "turn_not_found"),
     (NotFound, 404, "not_found"),
     (Contention, 409, "conflict"),
     (ConnectionLost, 503, "store_unavailable"),

@@ -273,6 +273,9 @@ class ContextIn(BaseModel):
         description="False: never write (no compaction, no prompt-log record); a read-only "
         "key's context is always built so.",
     )
+    tools: list[JSONObject] | None = Field(
+        None, max_length=128, description="Tool schemas sent with the prompt (recorded with it)."
+    )
 
 
 class OmissionOut(BaseModel):

@@ -18,7 +18,11 @@ Data model, whatever the backend:
   "lifecycle", ...) hang off a session and are saved by compare-and-set on
   their version;
 * **memories** are short long-term records of a scope, with an audit trail;
-* **usage** rows record the LLM calls Engram itself made.
+* **usage** rows record the LLM calls Engram itself made;
+* **prompt recipes** (:class:`PromptArchive`) record what each turn sent, and
+  every superseded version of the state kinds in :data:`VERSIONED_KINDS` is
+  kept (immutable) until the archive prunes it, so a recorded prompt can be
+  rebuilt.
 
 Every method that takes a ``scope`` only ever reads or writes that scope.
 Every multi-row write is atomic: all of it or none of it.
@@ -38,12 +42,17 @@ from engram.models import (
     MemoryRecord,
     Message,
     NewMessage,
+    PromptRecord,
     SearchHit,
     SessionInfo,
     StateRecord,
     UsageRecord,
 )
 from engram.search.query import SearchQuery
+
+#: State kinds whose prompt sections a recipe references by version: saving a new
+#: version of one keeps the one it replaces (``PromptArchive.load_state_version``).
+VERSIONED_KINDS = frozenset({"compaction", "agent_state", "tool_cache"})
 
 
 class SessionStore(Protocol):
@@ -279,6 +288,80 @@ class MessageEditor(Protocol):
         deleted. Other scopes are untouched.
         """
         ...
+
+
+@runtime_checkable
+class PromptArchive(Protocol):
+    """The recipes of the prompts a session sent, and the superseded state versions they name.
+
+    Every built-in backend has it; :func:`archives_prompts` tells whether a store
+    does. A save of a state kind in :data:`VERSIONED_KINDS` keeps the version it
+    replaces, in the same transaction, until :meth:`prune_prompts` drops it.
+    Everything here goes with its session (purge, clear, forget the scope).
+    """
+
+    def add_prompts(
+        self,
+        scope: str,
+        session: str,
+        prompts: Sequence[tuple[datetime, JSON]],
+        texts: Mapping[str, str],
+    ) -> list[int]:
+        """Append recipes as the session's next turns, with the texts they name, atomically.
+
+        Turns are numbered from 1 in order and never reused. ``texts`` maps a
+        SHA-256 (hex) to its text; a text already stored is kept once. Returns
+        the turn numbers; nothing is stored (and ``[]`` returned) when the
+        session does not exist.
+        """
+        ...
+
+    def set_prompt_usage(self, scope: str, session: str, usage: Mapping[int, JSON]) -> None:
+        """Attach what the provider reported about each turn's answer; unknown turns are skipped."""
+        ...
+
+    def list_prompts(
+        self, scope: str, session: str, *, after: int = 0, limit: int = 100, newest: bool = False
+    ) -> list[PromptRecord]:
+        """Recorded turns, oldest first: the first ``limit`` after turn ``after``.
+
+        With ``newest``, the newest ``limit`` turns instead (still oldest first).
+        """
+        ...
+
+    def prompt_texts(self, scope: str, session: str, hashes: Collection[str]) -> dict[str, str]:
+        """The stored texts among ``hashes`` (a pruned or unknown hash is left out)."""
+        ...
+
+    def load_state_version(
+        self, scope: str, session: str, kind: str, version: int
+    ) -> StateRecord | None:
+        """That version of the state document: the current one or a kept superseded one."""
+        ...
+
+    def prune_prompts(
+        self,
+        scope: str,
+        session: str,
+        *,
+        before_turn: int,
+        keep_versions: Mapping[str, Collection[int]],
+        keep_texts: Collection[str],
+    ) -> None:
+        """Drop old recipes, and the superseded versions and texts no longer kept.
+
+        Recipes of turns before ``before_turn`` go, and so do the superseded state
+        versions not in ``keep_versions`` (by kind; a kind not named loses them all)
+        and the texts not in ``keep_texts``. Current state documents are never touched.
+        """
+        ...
+
+
+def archives_prompts(store: object) -> TypeGuard[PromptArchive]:
+    """True when ``store`` keeps prompt recipes (every built-in backend does)."""
+    return callable(getattr(store, "add_prompts", None)) and callable(
+        getattr(store, "load_state_version", None)
+    )
 
 
 def can_edit(store: object) -> TypeGuard[MessageEditor]:

@@ -9,8 +9,10 @@ content, image parts, name, tool calls, tool call id, timestamp, metadata, token
 count, in order), state document (data; versions restart at 1), memory (content, source
 session, metadata, creation time) and audit event (with its time). What it
 cannot keep through the Store protocol: message, memory and audit ids (the
-target draws its own), session creation times, memory ``updated_at``, and LLM
-usage rows (only their totals are readable).
+target draws its own), session creation times, memory ``updated_at``, LLM
+usage rows (only their totals are readable), and the prompt archive (recorded
+turns' recipes and superseded state versions: they name message ids the
+target draws anew).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from engram.context import Context
+from engram.provenance.recipe import VIA_REST
 from engram.server.boundary import on_session
 from engram.server.convert import context_out
 from engram.server.deps import (
@@ -48,6 +49,8 @@ async def build_context(
             model=body.model,
             policy=body.policy,
             compact=compact,
+            tools=body.tools,
+            via=VIA_REST,
         )
 
     context = await on_session(engram, scope, session, build)

@@ -58,6 +58,7 @@ from engram.models import (
 )
 from engram.search.index import index_zone
 from engram.search.query import SearchQuery
+from engram.store.base import VERSIONED_KINDS
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import messages_between
@@ -65,7 +66,8 @@ from engram.store.common import now as _now
 from engram.store.common import utc as _utc
 from engram.store.jsondir import document as jsondoc
 from engram.store.jsondir import search as jsondir_search
-from engram.store.jsondir.docs import JsonDirSessionFiles, grown
+from engram.store.jsondir.archive import JsonDirArchive
+from engram.store.jsondir.docs import grown
 from engram.store.jsondir.files import SCOPE_FILE, SESSIONS_DIR, fsync_dir
 from engram.store.jsondir.group_commit import GroupCommit, Request
 from engram.store.jsondir.keys import JsonDirApiKeys
@@ -96,7 +98,7 @@ class _Pending:
     )
 
 
-class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirSessionFiles):
+class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirArchive):
     """The :class:`~engram.store.base.Store` over a directory of JSON documents."""
 
     def __init__(
@@ -268,6 +270,7 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirSessionFiles):
                 return False
             self._logs.pop(log_path(path), None)
             remove_log(log_path(path))  # first: a crash in between leaves the session listed
+            self._remove_archive(path)
             try:
                 path.unlink()
             except FileNotFoundError:
@@ -520,6 +523,8 @@ class JsonDirStore(JsonDirScopeData, JsonDirApiKeys, JsonDirSessionFiles):
             current = next((s for s in states if s.kind == kind), None)
             if (current.version if current is not None else 0) != expected_version:
                 return None
+            if current is not None and kind in VERSIONED_KINDS:
+                self.keep_version(scope, session, current)
             record = StateRecord(
                 kind=kind,
                 version=expected_version + 1,

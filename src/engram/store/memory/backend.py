@@ -34,11 +34,13 @@ from engram.search.bm25 import TextIndex, add_messages
 from engram.search.bm25 import search as text_search
 from engram.search.index import index_zone
 from engram.search.query import SearchQuery, parse
+from engram.store.base import VERSIONED_KINDS
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import messages_between, redacted_audit_event, split_audit_event
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
+from engram.store.memory.archive import Archive, MemoryArchive
 from engram.store.memory.keys import MemoryApiKeys
 from engram.store.usage_totals import usage_summary
 
@@ -50,6 +52,7 @@ class _Session:
     states: dict[str, StateRecord] = field(default_factory=dict)
     index: TextIndex = field(default_factory=TextIndex)
     speakers: set[str] = field(default_factory=set)
+    archive: Archive = field(default_factory=Archive)
 
 
 @dataclass
@@ -78,8 +81,10 @@ def _copy(message: Message) -> Message:
     return replace(message, metadata=dict(message.metadata))
 
 
-class MemoryStore(MemoryApiKeys):
+class MemoryStore(MemoryApiKeys, MemoryArchive):
     """The :class:`~engram.store.base.Store` contract in this process's memory."""
+
+    _data: _Data
 
     def __init__(self, name: str = "", *, tz: str | ZoneInfo | None = None) -> None:
         """Open the store called ``name`` (shared with other opens of the same name).
@@ -347,6 +352,8 @@ class MemoryStore(MemoryApiKeys):
             current = target.states.get(kind)
             if (current.version if current is not None else 0) != expected_version:
                 return None
+            if kind in VERSIONED_KINDS:
+                self.keep_version(target, kind)
             record = StateRecord(
                 kind, expected_version + 1, json_value(data, f"state {kind!r}"), _now()
             )

@@ -40,10 +40,12 @@ from engram.models import (
     stored_message,
 )
 from engram.search.index import index_zone
+from engram.store.base import VERSIONED_KINDS
 from engram.store.batch_check import check_batch, json_value
 from engram.store.common import clamp as _clamp
 from engram.store.common import storable_id
 from engram.store.common import utc as _utc
+from engram.store.postgres.archive import PostgresArchive, keep_version
 from engram.store.postgres.connection import (
     DEFAULT_MAX_SIZE,
     DEFAULT_MIN_SIZE,
@@ -122,6 +124,7 @@ class PostgresStore(
     PostgresLocks,
     PostgresSearch,
     PostgresVectors,
+    PostgresArchive,
 ):
     """The :class:`~engram.store.base.Store` over PostgreSQL (psycopg 3 + a connection pool)."""
 
@@ -469,6 +472,8 @@ class PostgresStore(
                     (scope, session, kind, Jsonb(json_value(data, f"state {kind!r}"))),
                 ).fetchone()
             else:
+                if kind in VERSIONED_KINDS:
+                    keep_version(conn, scope, session, kind, expected_version)
                 row = conn.execute(
                     """
                     UPDATE states

@@ -393,6 +393,56 @@ def _calls(value: object) -> list[JSON] | None:
 #: Extended statistics of the words of a message's own text, date words and name.
 OWN_WORDS = "messages_own_words"
 
+
+def m009_prompt_archive(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """The prompt archive: recipes per turn, their texts, and superseded state versions.
+
+    Empty at first: sessions recorded before it have no recipes, and their
+    current state documents become versions as they are replaced.
+    """
+    fk = "FOREIGN KEY (scope, session) REFERENCES sessions (scope, id) ON DELETE CASCADE"
+    conn.execute(
+        f"""
+        CREATE TABLE prompt_turns (
+            scope   text        NOT NULL,
+            session text        NOT NULL,
+            turn    integer     NOT NULL CHECK (turn >= 1),
+            at      timestamptz NOT NULL,
+            data    jsonb       NOT NULL,
+            usage   jsonb,
+            PRIMARY KEY (scope, session, turn),
+            {fk}
+        )
+        """
+    )
+    conn.execute(
+        f"""
+        CREATE TABLE prompt_texts (
+            scope   text NOT NULL,
+            session text NOT NULL,
+            hash    text NOT NULL,
+            text    text NOT NULL,
+            PRIMARY KEY (scope, session, hash),
+            {fk}
+        )
+        """
+    )
+    conn.execute(
+        f"""
+        CREATE TABLE state_versions (
+            scope    text        NOT NULL,
+            session  text        NOT NULL,
+            kind     text        NOT NULL,
+            version  integer     NOT NULL,
+            data     jsonb       NOT NULL,
+            saved_at timestamptz NOT NULL,
+            PRIMARY KEY (scope, session, kind, version),
+            {fk}
+        )
+        """
+    )
+
+
 #: Every migration, in order. Append only; never edit one that has shipped.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
@@ -403,6 +453,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (6, "message_vectors", m006_message_vectors),
     (7, "message_parts", m007_message_parts),
     (8, "turn_context", m008_turn_context),
+    (9, "prompt_archive", m009_prompt_archive),
 ]
 
 

@@ -40,9 +40,11 @@ from engram.errors import ConfigError, InvalidMessage, StoreError
 from engram.limits import MAX_ID
 from engram.models import JSON, Message, NewMessage, SessionInfo, StateRecord, stored_message
 from engram.search.index import index_zone
+from engram.store.base import VERSIONED_KINDS
 from engram.store.common import clamp as _clamp
 from engram.store.common import now as _now
 from engram.store.common import utc as _utc
+from engram.store.sqlite.archive import ARCHIVE_TABLES, SQLiteArchive, keep_version
 from engram.store.sqlite.connection import BUSY_TIMEOUT_MS
 from engram.store.sqlite.connection import guarded as _guarded
 from engram.store.sqlite.edits import SQLiteEdits
@@ -109,7 +111,9 @@ _UPDATE_TOTALS = """UPDATE sessions SET
 WHERE id = ?6"""
 
 
-class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQLiteVectors):
+class SQLiteStore(
+    SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQLiteVectors, SQLiteArchive
+):
     """The :class:`~engram.store.base.Store` on one SQLite file (or ``:memory:``).
 
     Open with ``SQLiteStore.from_url("sqlite:///path.db")`` or
@@ -308,6 +312,8 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
                 tx.conn.execute("DELETE FROM session_state WHERE session_id = ?", (pk,))
                 tx.conn.execute("DELETE FROM participants WHERE session_id = ?", (pk,))
                 tx.conn.execute("DELETE FROM message_vectors WHERE session_id = ?", (pk,))
+                for table in ARCHIVE_TABLES:
+                    tx.conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (pk,))
                 tx.conn.execute("DELETE FROM sessions WHERE id = ?", (pk,))
         self._sessions.pop((scope, session), None)
         if pk is not None:
@@ -519,6 +525,8 @@ class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQL
                     (pk, kind, text, _ts(now)),
                 )
             else:
+                if kind in VERSIONED_KINDS:
+                    keep_version(tx, pk, kind, expected_version)
                 cur = tx.conn.execute(
                     "UPDATE session_state SET version = version + 1, data = ?, updated_at = ?"
                     " WHERE session_id = ? AND kind = ? AND version = ?",

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 from engram.models import Message
 from engram.store.common import storable_id
+from engram.store.sqlite.archive import ARCHIVE_TABLES
 from engram.store.sqlite.connection import SQLiteConnections
 from engram.store.sqlite.connection import guarded as _guarded
 from engram.store.sqlite.rows import MSG_COLUMNS as _MSG
@@ -89,9 +90,8 @@ class SQLiteEdits(SQLiteConnections):
             counts["messages"] = conn.execute(
                 f"DELETE FROM messages WHERE session_id IN {_SESSIONS_OF}", (scope_pk,)
             ).rowcount
-            conn.execute(
-                f"DELETE FROM session_state WHERE session_id IN {_SESSIONS_OF}", (scope_pk,)
-            )
+            for table in ("session_state", *ARCHIVE_TABLES):
+                conn.execute(f"DELETE FROM {table} WHERE session_id IN {_SESSIONS_OF}", (scope_pk,))
             conn.execute(
                 f"DELETE FROM jobs WHERE scope_id = ? OR session_id IN {_SESSIONS_OF}",
                 (scope_pk, scope_pk),

@@ -27,7 +27,11 @@ Schema (``m001_initial``):
 * ``jobs``: background work queue, ready for workers to claim;
 * ``api_keys(id, key_hash UNIQUE, prefix, label, admin, scopes JSON,
   writable, created_at, revoked_at)``: the server's keys, hashed (``m003``);
-* ``messages.parts`` JSON: the list content of a message with images (``m006``).
+* ``messages.parts`` JSON: the list content of a message with images (``m006``);
+* ``prompt_turns(session_id, turn, at, data JSON, usage JSON)``, ``prompt_texts
+  (session_id, hash, text)`` and ``state_versions(session_id, kind, version,
+  data JSON, saved_at)``: the recipe of each recorded prompt, the texts recipes
+  name by SHA-256, and superseded state documents (``m008``).
 
 Timestamps are fixed-width ISO-8601 UTC text
 (``YYYY-MM-DDTHH:MM:SS.ffffff+00:00``): they sort and compare as text, the
@@ -344,6 +348,41 @@ def m007_turn_context(conn: sqlite3.Connection) -> None:
             after = rows[-1][0]
 
 
+def m008_prompt_archive(conn: sqlite3.Connection) -> None:
+    """The prompt archive: recipes per turn, their texts, and superseded state versions.
+
+    Empty at first: sessions recorded before it have no recipes, and their
+    current state documents become versions as they are replaced.
+    """
+    _run(
+        conn,
+        [
+            """CREATE TABLE prompt_turns (
+                session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                turn INTEGER NOT NULL CHECK (turn >= 1),
+                at TEXT NOT NULL,
+                data TEXT NOT NULL,
+                usage TEXT,
+                PRIMARY KEY (session_id, turn)
+            ) WITHOUT ROWID""",
+            """CREATE TABLE prompt_texts (
+                session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                hash TEXT NOT NULL,
+                text TEXT NOT NULL,
+                PRIMARY KEY (session_id, hash)
+            ) WITHOUT ROWID""",
+            """CREATE TABLE state_versions (
+                session_id INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+                kind TEXT NOT NULL,
+                version INTEGER NOT NULL CHECK (version >= 1),
+                data TEXT NOT NULL,
+                saved_at TEXT NOT NULL,
+                PRIMARY KEY (session_id, kind, version)
+            ) WITHOUT ROWID""",
+        ],
+    )
+
+
 #: Every migration, in the order it is applied. Append only: never edit or reorder.
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial,
@@ -353,6 +392,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m005_message_vectors,
     m006_message_parts,
     m007_turn_context,
+    m008_prompt_archive,
 )
 
 _CREATE_LEDGER = """CREATE TABLE IF NOT EXISTS _migrations (
@@ -448,5 +488,6 @@ __all__ = [
     "m004_search_columns",
     "m005_message_vectors",
     "m006_message_parts",
+    "m008_prompt_archive",
     "migrate",
 ]
