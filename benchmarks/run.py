@@ -14,6 +14,7 @@ parameters (and Engram's storage code) are unchanged. Results go to
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ from typing import Any
 
 import engram
 from benchmarks import report
+from benchmarks.before import BEFORE, Remote, copy_database
 from benchmarks.dataset import (
     APPEND_SESSION,
     MAIN_SCOPE,
@@ -281,6 +283,7 @@ def bench_size(
     rounds: int,
     notes: list[str],
     texts: Texts,
+    before: Path | None = None,
 ) -> dict[str, Any]:
     floor_path = data.ensure_floor()
     agents_path = data.ensure_agents() if available() is None else None
@@ -297,6 +300,10 @@ def bench_size(
     peer = AgentsPeer(agents_path) if agents_path else None
     engrams = {name: EngramTarget(url) for name, url in engram_urls.items()}
     appenders = {name: e.session(APPEND_SESSION) for name, e in engrams.items()}
+    remote: Remote | None = None
+    if before is not None and "engram_sqlite" in engram_urls:
+        copy = copy_database(data.path("engram"), data.path("engram-before"))
+        remote = Remote(before, sqlite_url(copy), data.spec.seed, data.spec.pool_words)
 
     # scenario -> target -> callable
     scenarios: dict[str, dict[str, Callable[[], object]]] = {}
@@ -331,21 +338,37 @@ def bench_size(
         scenarios[f"search_{kind}"] = targets
 
     checks = _same_result_checks(engrams, floor, fsid, peer, like)
+    if remote is not None:
+        for scenario, tokens in BUDGETS.items():
+            checks[scenario][BEFORE] = remote.ask({"op": "context", "budget": tokens})
+        for targets in scenarios.values():
+            targets[BEFORE] = _remote_marker
 
     samples: dict[str, dict[str, Samples]] = {
         s: {t: Samples() for t in targets} for s, targets in scenarios.items()
     }
+    # The harness's own objects (texts, peers, SDKs) are frozen out of the garbage
+    # collector's walks, so a timed call pays for its own garbage only, as it would
+    # in a lean process (the --before process does the same).
+    gc.collect()
+    gc.freeze()
     try:
-        for targets in scenarios.values():
-            for fn in targets.values():
-                warm_up(fn, budget)
+        for scenario, targets in scenarios.items():
+            for name, fn in targets.items():
+                if name == BEFORE and remote is not None:
+                    remote.ask({"op": "warm", "scenario": scenario, "budget": vars(budget)})
+                else:
+                    warm_up(fn, budget)
         for r in range(rounds):
             log(f"  {spec.total:,} messages: round {r + 1}/{rounds}")
             for scenario, targets in scenarios.items():
                 names = list(targets)
                 shift = r % len(names)
                 for name in names[shift:] + names[:shift]:
-                    samples[scenario][name].rounds.append(run_slot(targets[name], budget))
+                    if name == BEFORE and remote is not None:
+                        samples[scenario][name].add(remote.slot(scenario, budget))
+                    else:
+                        samples[scenario][name].add(run_slot(targets[name], budget))
         # Leave the cached datasets as they were: drop what the append scenario wrote.
         for e in engrams.values():
             e.delete_session(APPEND_SESSION)
@@ -356,12 +379,18 @@ def bench_size(
             peer.close()
         for e in engrams.values():
             e.close()
+        if remote is not None:
+            remote.close()
+            remove_sqlite(data.path("engram-before"))
 
     out_scenarios: dict[str, Any] = {}
+    measured = [*engrams, *([BEFORE] if remote is not None else [])]
     for scenario, by_target in samples.items():
         entry: dict[str, Any] = {"targets": {t: s.summary() for t, s in by_target.items()}}
         ratios: dict[str, Any] = {}
-        for name in engrams:
+        if BEFORE in by_target and "engram_sqlite" in by_target:
+            ratios[f"{BEFORE}/engram_sqlite"] = ratio(by_target[BEFORE], by_target["engram_sqlite"])
+        for name in measured:
             base = "floor_fts" if scenario.startswith("search") else "floor"
             ratios[f"{name}/{base}"] = ratio(by_target[name], by_target[base])
             if "agents_sdk" in by_target:
@@ -392,6 +421,10 @@ def bench_size(
         "checks": checks,
         "scenarios": out_scenarios,
     }
+
+
+def _remote_marker() -> object:
+    raise RuntimeError("the older sources run in the --before process")
 
 
 def _same_result_checks(
@@ -435,7 +468,12 @@ def _same_result_checks(
 
 
 def bench_import(
-    workdir: Path, backends: list[str], source: TextSource, rounds: int, slice_size: int
+    workdir: Path,
+    backends: list[str],
+    source: TextSource,
+    rounds: int,
+    slice_size: int,
+    before: Path | None = None,
 ) -> dict[str, Any]:
     """Messages per second importing ``slice_size`` fresh messages into an empty database."""
     batches = []
@@ -487,13 +525,28 @@ def bench_import(
         runners["engram_postgres"] = lambda r: run_engram(
             postgres_url(workdir, f"bench_import_{r}", create=True)
         )
+    remote: Remote | None = None
+    if before is not None and "sqlite" in backends:
+        remote = Remote(before, "sqlite:///:memory:", source.seed, source.pool_words)
+
+        def run_before(r: int) -> float:
+            assert remote is not None
+            path = str(tmp / f"engram-before-{r}.db")
+            request = {"op": "import", "size": slice_size, "batch": IMPORT_BATCH, "path": path}
+            return float(remote.ask(request))
+
+        runners[BEFORE] = run_before
     for name in runners:
         rates.setdefault(name, [])
-    for r in range(rounds):
-        names = list(runners)
-        shift = r % len(names)
-        for name in names[shift:] + names[:shift]:
-            rates[name].append(runners[name](r))
+    try:
+        for r in range(rounds):
+            names = list(runners)
+            shift = r % len(names)
+            for name in names[shift:] + names[:shift]:
+                rates[name].append(runners[name](r))
+    finally:
+        if remote is not None:
+            remote.close()
     out: dict[str, Any] = {"slice_messages": slice_size, "batch": IMPORT_BATCH, "targets": {}}
     import statistics
 
@@ -503,13 +556,12 @@ def bench_import(
             "msgs_per_s_min": round(min(values), 1),
             "rounds": [round(v, 1) for v in values],
         }
-    if "engram_sqlite" in rates:
-        out["ratio_floor/engram_sqlite"] = round(
-            statistics.median(
-                a / b for a, b in zip(rates["floor"], rates["engram_sqlite"], strict=True)
-            ),
-            3,
-        )
+    for name in ("engram_sqlite", BEFORE):
+        if name in rates:
+            out[f"ratio_floor/{name}"] = round(
+                statistics.median(a / b for a, b in zip(rates["floor"], rates[name], strict=True)),
+                3,
+            )
     return out
 
 
@@ -586,6 +638,14 @@ def measure_rss(kind: str, location: str) -> dict[str, Any]:
 # -- main ------------------------------------------------------------------------------
 
 
+def _tree_label(tree: Path) -> str:
+    """The path of a source tree and its commit, for the record."""
+    commit = subprocess.run(
+        ["git", "-C", str(tree), "log", "-1", "--format=%h %s"], capture_output=True, text=True
+    ).stdout.strip()
+    return f"{tree} ({commit[:80]})" if commit else str(tree)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n")[0])
     p.add_argument("--sizes", help="comma-separated message counts (default 1K,10K,100K,1M)")
@@ -600,6 +660,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--import-slice", type=int, help="messages per import round (default 5000)")
     p.add_argument("--pool-words", type=int, help=argparse.SUPPRESS)  # smaller text pool: tests
     p.add_argument("--no-rss", action="store_true", help="skip the peak-RSS subprocesses")
+    p.add_argument(
+        "--before",
+        type=Path,
+        help="older Engram sources (a checkout's root) measured in the same rounds (SQLite)",
+    )
     p.add_argument("--probe-rss", nargs=2, metavar=("KIND", "LOCATION"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -651,7 +716,9 @@ def main(argv: list[str] | None = None) -> int:
                 "slot_seconds": budget.min_time,
                 "queries": QUERIES,
                 "budgets": BUDGETS,
+                "before": _tree_label(args.before) if args.before else None,
             },
+            "load_average": {"start": [round(x, 2) for x in os.getloadavg()]},
         },
         "notes": notes,
         "sizes": {},
@@ -661,7 +728,7 @@ def main(argv: list[str] | None = None) -> int:
             spec = Spec(size, seed=args.seed, pool_words=pool_words)
             data = Datasets(spec, workdir, source)
             log(f"size {size:,}")
-            entry = bench_size(spec, data, backends, budget, rounds, notes, texts)
+            entry = bench_size(spec, data, backends, budget, rounds, notes, texts, args.before)
             if not args.no_rss:
                 rss: dict[str, Any] = {"floor": measure_rss("floor", data.path("floor"))}
                 if available() is None:
@@ -673,10 +740,11 @@ def main(argv: list[str] | None = None) -> int:
                 entry["rss"] = rss
             results["sizes"][str(size)] = entry
         log("import throughput")
-        results["import"] = bench_import(workdir, backends, source, rounds, slice_size)
+        results["import"] = bench_import(workdir, backends, source, rounds, slice_size, args.before)
     finally:
         stop_postgres()
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
+    results["meta"]["load_average"]["end"] = [round(x, 2) for x in os.getloadavg()]
     results["targets"] = report.evaluate(results)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

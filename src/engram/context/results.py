@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from engram.context.shapes import anthropic_prompt
-from engram.models import JSON, Message
-
-#: Reads one session: the newest ``limit`` messages with ``id < before_id``
-#: (all when None), oldest first. ``Store.tail`` bound to a session is one.
-HistoryReader = Callable[[int, "int | None"], list[Message]]
+from engram.models import JSON
 
 # Omission reasons.
 OLDER_THAN_WINDOW = "older than window"

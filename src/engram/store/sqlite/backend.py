@@ -17,7 +17,8 @@ Connections, write transactions and the id caches are in
 :mod:`engram.store.sqlite.connection`; memories, their audit trail and LLM usage
 (scope-level data) in :mod:`engram.store.sqlite.scope`; row encoding and
 decoding in :mod:`engram.store.sqlite.rows`; full-text search in
-:mod:`engram.store.sqlite.search`.
+:mod:`engram.store.sqlite.search`; the prompt builder's row reads in
+:mod:`engram.store.sqlite.history`.
 
 Hot paths avoid work: ``(scope, session) -> session id`` is cached once
 committed, ``tail`` is one indexed query, and JSON columns are decoded only
@@ -46,6 +47,7 @@ from engram.store.common import utc as _utc
 from engram.store.sqlite.connection import BUSY_TIMEOUT_MS
 from engram.store.sqlite.connection import guarded as _guarded
 from engram.store.sqlite.edits import SQLiteEdits
+from engram.store.sqlite.history import SQLiteHistory
 from engram.store.sqlite.keys import SQLiteApiKeys
 from engram.store.sqlite.migrations import migrate
 from engram.store.sqlite.rows import MSG_COLUMNS as _MSG
@@ -109,7 +111,9 @@ _UPDATE_TOTALS = """UPDATE sessions SET
 WHERE id = ?6"""
 
 
-class SQLiteStore(SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQLiteVectors):
+class SQLiteStore(
+    SQLiteEdits, SQLiteHistory, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQLiteVectors
+):
     """The :class:`~engram.store.base.Store` on one SQLite file (or ``:memory:``).
 
     Open with ``SQLiteStore.from_url("sqlite:///path.db")`` or
