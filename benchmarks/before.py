@@ -107,7 +107,13 @@ def _scenarios(mem: Any, texts: list[dict[str, Any]]) -> dict[str, Callable[[], 
     return out
 
 
-def _import_rate(source: TextSource, size: int, batch: int, path: str) -> float:
+def _rates(count: int, work: Callable[[], object]) -> tuple[float, float]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    work()
+    return count / (time.perf_counter() - wall), count / (time.process_time() - cpu)
+
+
+def _import_rate(source: TextSource, size: int, batch: int, path: str) -> tuple[float, float]:
     import engram
 
     items = list(source.fresh(size, base=20_000_000))  # the parent's import slice
@@ -118,15 +124,25 @@ def _import_rate(source: TextSource, size: int, batch: int, path: str) -> float:
             os.remove(path + suffix)
     mem = engram.open(f"sqlite:///{path}")
     session = mem.session("import", scope=MAIN_SCOPE)
-    started = time.perf_counter()
-    for batch in batches:
-        session.add_many(batch)
-    elapsed = time.perf_counter() - started
+    rates = _rates(size, lambda: [session.add_many(batch) for batch in batches])
     mem.close()
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(path + suffix):
             os.remove(path + suffix)
-    return sum(len(b) for b in batches) / elapsed
+    return rates
+
+
+def _import_file_rate(export: str, count: int, path: str) -> tuple[float, float]:
+    from benchmarks.exports import import_file
+
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    rates = _rates(count, lambda: import_file(export, f"sqlite:///{path}"))
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+    return rates
 
 
 def serve(url: str, seed: int, pool_words: int) -> None:
@@ -135,6 +151,9 @@ def serve(url: str, seed: int, pool_words: int) -> None:
 
     source = TextSource(seed, pool_words)
     mem = engram.open(url, llm=None)
+    from engram.tokens import storage_counter
+
+    storage_counter().count_text("the vocabulary is loaded before any timing")
     scenarios = _scenarios(mem, list(source.fresh(4096)))
     gc.collect()
     gc.freeze()  # as the parent does: timed calls pay for their own garbage only
@@ -155,6 +174,8 @@ def serve(url: str, seed: int, pool_words: int) -> None:
                 result = {"messages": len(ctx.messages), "tokens": ctx.tokens}
             elif op == "import":
                 result = _import_rate(source, request["size"], request["batch"], request["path"])
+            elif op == "import_file":
+                result = _import_file_rate(request["file"], request["count"], request["path"])
             elif op == "close":
                 mem.store.delete_session(MAIN_SCOPE, APPEND_SESSION)
                 mem.close()

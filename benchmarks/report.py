@@ -155,9 +155,27 @@ def evaluate(results: dict[str, Any]) -> list[dict[str, Any]]:
         )
         rate = imp.get("targets", {}).get(be, {}).get("msgs_per_s_median")
         row["detail"] = None if rate is None else f"{rate:,.0f} msg/s"
+        row["cpu"] = imp.get(f"ratio_floor/{be}_cpu")
         if be == "engram_sqlite":
             row["before"] = imp.get(f"ratio_floor/{BEFORE}")
+            row["before_cpu"] = imp.get(f"ratio_floor/{BEFORE}_cpu")
         rows.append(row)
+        end_to_end = imp.get(f"ratio_floor/{be}_chatgpt")
+        if end_to_end is not None:
+            row = _target(
+                f"import of a ChatGPT export within {IMPORT_FLOOR_LIMIT:g}x of the floor's rate",
+                be,
+                0,
+                end_to_end,
+                "<=",
+                IMPORT_FLOOR_LIMIT,
+            )
+            chatgpt_rate = imp["targets"][f"{be}_chatgpt"]["msgs_per_s_median"]
+            row["detail"] = f"{chatgpt_rate:,.0f} msg/s"
+            row["cpu"] = imp.get(f"ratio_floor/{be}_chatgpt_cpu")
+            row["before"] = imp.get(f"ratio_floor/{BEFORE}_chatgpt")
+            row["before_cpu"] = imp.get(f"ratio_floor/{BEFORE}_chatgpt_cpu")
+            rows.append(row)
         rows.append(_target("import >= 10,000 msg/s", be, 0, rate, ">=", IMPORT_TARGET, " msg/s"))
         peaks = [results["sizes"][str(s)].get("rss", {}).get(be, {}).get("peak_kb") for s in sizes]
         known = [p for p in peaks if p is not None]
@@ -330,11 +348,15 @@ def markdown(results: dict[str, Any]) -> str:
             f"## Import ({imp['slice_messages']:,} fresh messages into an empty database,"
             f" batches of {imp['batch']:,})",
             "",
-            "| target | msg/s median | min |",
-            "| --- | --- | --- |",
+            "| target | msg/s median | min | msg per CPU second |",
+            "| --- | --- | --- | --- |",
         ]
         for name, v in imp["targets"].items():
-            lines.append(f"| {name} | {v['msgs_per_s_median']:,.0f} | {v['msgs_per_s_min']:,.0f} |")
+            per_cpu = v.get("msgs_per_cpu_s_median")
+            lines.append(
+                f"| {name} | {v['msgs_per_s_median']:,.0f} | {v['msgs_per_s_min']:,.0f}"
+                f" | {'-' if per_cpu is None else f'{per_cpu:,.0f}'} |"
+            )
     lines += [
         "",
         "INFO rows are not judged: the LIKE scan returns the 10 newest messages containing a"

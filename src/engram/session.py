@@ -137,6 +137,10 @@ class Session:
             check_tool_answers(batch, self._recent_call_ids(batch))
         return batch
 
+    def add_checked(self, batch: list[NewMessage]) -> list[Message]:
+        """Store what :meth:`check_many` returned (not checked again) in one transaction."""
+        return self._write(batch) if batch else []
+
     def _append(self, batch: list[NewMessage]) -> list[Message]:
         if any(m.role == "tool" for m in batch):
             check_tool_answers(batch, self._recent_call_ids(batch))
