@@ -15,6 +15,8 @@ from engram.cli._common import store_url
 from engram.engine import Engram
 from engram.errors import ConfigError, MissingDependency, install_hint
 
+#: Store schemes several server processes can share (``--workers``).
+SHARED_STORES = frozenset({"sqlite", "postgresql", "postgres"})
 #: Default address and port.
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -57,6 +59,14 @@ def is_loopback(host: str) -> bool:
     help="Proxy: send the system prompt, memories and summary as one system message.",
 )
 @click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Server processes sharing the port, each with its own connections to the store "
+    "(more cores; on PostgreSQL also the way to more machines).",
+)
+@click.option(
     "--log-level",
     default="warning",
     show_default=True,
@@ -73,6 +83,7 @@ def serve_command(
     upstream: str | None,
     budget: int | None,
     single_system: bool,
+    workers: int,
     log_level: str,
 ) -> None:
     """Serve the REST API (OpenAPI at /docs, metrics at /metrics)."""
@@ -89,7 +100,13 @@ def serve_command(
 
     proxy = ProxySettings.from_env(base_url=upstream, budget=budget, single_system=single_system)
 
-    with engram.open(store_url(ctx, db)) as mem:
+    url = store_url(ctx, db)
+    with engram.open(url) as mem:
+        if workers > 1 and mem.url.partition(":")[0].split("+")[0] not in SHARED_STORES:
+            raise click.ClickException(
+                f"--workers {workers} needs a store the processes can share (SQLite or "
+                f"PostgreSQL), not {mem.url.partition(':')[0]}: each process would have its own"
+            )
         keys = _active_keys(mem)
         if not keys and not is_loopback(host):
             raise click.ClickException(
@@ -99,8 +116,11 @@ def serve_command(
         if sample and not mem.scopes():
             store_sample(mem, replay_turns=True)
             click.echo(f"Loaded the sample conversation into scope {DEMO_SCOPE!r}.")
-        app = create_app(mem, ServerSettings(proxy=proxy))
+        settings = ServerSettings(proxy=proxy)
+        app = create_app(mem, settings)
         _announce(mem.url, host, port, keys)
+        if workers > 1:
+            click.echo(f"  workers    {workers} processes")
         if proxy is not None:
             click.echo(f"  proxy      {_base(host, port)}/v1/chat/completions -> {proxy.base_url}")
             window = f"{proxy.budget:,} tokens" if proxy.budget else "the model's context window"
@@ -113,6 +133,13 @@ def serve_command(
         # handlers found at start: quiet ones let this command close Engram and exit 0.
         for stop in (signal.SIGINT, signal.SIGTERM):
             signal.signal(stop, _ignore)
+        if workers > 1:
+            from engram.config import Config
+            from engram.server.workers import run
+
+            target = url or Config.from_env().url  # what engram.open resolved, unmasked
+            run(target, settings, host=host, port=port, workers=workers, log_level=log_level)
+            return
         uvicorn.Server(
             uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False)
         ).run()
