@@ -116,9 +116,9 @@ class Session:
         if not batch:
             return []
         if idempotency_key is None:
-            return self._write(batch)
+            return self.add_checked(batch)
         return idempotency.store_once(
-            self._store, self.scope, self.id, idempotency_key, batch, self._write
+            self._store, self.scope, self.id, idempotency_key, batch, self.add_checked
         )
 
     def check_many(self, messages: Iterable[Mapping[str, Any]]) -> list[NewMessage]:
@@ -137,17 +137,13 @@ class Session:
             check_tool_answers(batch, self._recent_call_ids(batch))
         return batch
 
-    def add_checked(self, batch: list[NewMessage]) -> list[Message]:
-        """Store what :meth:`check_many` returned (not checked again) in one transaction."""
-        return self._write(batch) if batch else []
-
     def _append(self, batch: list[NewMessage]) -> list[Message]:
         if any(m.role == "tool" for m in batch):
             check_tool_answers(batch, self._recent_call_ids(batch))
-        return self._write(batch)
+        return self.add_checked(batch)
 
-    def _write(self, batch: list[NewMessage]) -> list[Message]:
-        """Count each checked message once and append the batch in one transaction."""
+    def add_checked(self, batch: list[NewMessage]) -> list[Message]:
+        """Count once and store, in one transaction, what :meth:`check_many` returned."""
         tokens = self.runtime.count_many(batch)
         stored = self._store.append(self.scope, self.id, batch, tokens)
         self.runtime.embed_later(self.scope, self.id)  # vectors are computed off the write path
@@ -326,7 +322,7 @@ class Session:
         replaced = dataclasses.replace(
             new, metadata={**new.metadata, "replaces": [m.id for m in gone]}
         )
-        return self._write([replaced])[0]
+        return self.add_checked([replaced])[0]
 
     def pop_item(self) -> Message | None:
         """Delete the newest message and return it (None when empty): the Agents SDK's verb."""
@@ -367,7 +363,7 @@ class Session:
         while page := self._store.page(self.scope, self.id, after_id=later[-1], limit=MAX_PAGE):
             later += [m.id for m in page]
         self._delete(later, "edit", group=False, replaced=old.id)
-        return self._write([new])[0]
+        return self.add_checked([new])[0]
 
     def delete_message(self, message_id: int) -> list[Message]:
         """Delete one message (a tool call with its results); returns what was deleted.
