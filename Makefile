@@ -52,21 +52,31 @@ test: $(STAMP) $(CHROMIUM)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow" -n 4
 
+# The core benchmark also times older sources in the same rounds (--before): by default
+# the commit before the performance work on the context, import and server paths, checked
+# out in a worktree of its own; BEFORE=path/to/a/checkout picks another.
+BEFORE_COMMIT ?= 4fe800b
+BEFORE ?= benchmarks/work/before-src
+$(BEFORE):
+	git worktree add --detach $(BEFORE) $(BEFORE_COMMIT)
+
 # About 20 minutes: the core benchmark on SQLite (1K-1M messages), the same side by side
 # with PostgreSQL (1K-100K), the compaction savings curve (2,000 turns per preset), the
 # retrieval benchmark (recall per search step, latency at 100K messages), the Agents
 # SDK's SQLiteSession beside EngramSession on a 100K-item session, and the time the
 # proxy adds to a completion on a 100K-message session, and 8 threads writing to one
 # jsondir store beside SQLite, the time `import engram` takes, and what a fresh process pays
-# to open a store, run `engram stats` and answer an MCP client's `initialize`.
-# Also the instruction-flag error rates on their written corpus (benchmarks/flagging.py).
-bench: $(VENV)/.bench-installed
-	$(BIN)/python -m benchmarks.run
+# to open a store, run `engram stats` and answer an MCP client's `initialize`; the server
+# load test also with 1, 2 and 4 workers on PostgreSQL. Also the instruction-flag error
+# rates on their written corpus (benchmarks/flagging.py).
+bench: $(VENV)/.bench-installed $(BEFORE)
+	$(BIN)/python -m benchmarks.run --before $(BEFORE)
 	$(BIN)/python -m benchmarks.run --backends sqlite,postgres --sizes 1000,10000,100000 --name core-sqlite-postgres
 	$(BIN)/python -m benchmarks.savings
 	$(BIN)/python -m benchmarks.summary_quality
 	$(BIN)/python -m benchmarks.flagging
 	$(BIN)/python -m benchmarks.server_load
+	$(BIN)/python -m benchmarks.server_load --scale-out postgres
 	$(BIN)/python -m benchmarks.retrieval.run --backends sqlite,postgres
 	$(BIN)/python -m benchmarks.agents_session
 	$(BIN)/python -m benchmarks.dashboard

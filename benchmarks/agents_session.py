@@ -96,7 +96,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         for round_no in range(args.rounds):
             order = names[round_no % 2 :] + names[: round_no % 2]
             for name in order:
-                samples[name].rounds.append(run_slot(targets[name], budget))
+                samples[name].add(run_slot(targets[name], budget))
         sdk_items = loop.run_until_complete(sdk.get_items())
         our_items = loop.run_until_complete(ours.get_items())
     finally:

@@ -169,6 +169,7 @@ class TextSource:
 
     def __init__(self, seed: int, pool_words: int = POOL_WORDS) -> None:
         self.seed = seed
+        self.pool_words = pool_words
         self.pool = word_pool(seed, pool_words)
         self.span = len(self.pool) - WORDS_BASE - WORDS_SPREAD
 

@@ -14,6 +14,7 @@ parameters (and Engram's storage code) are unchanged. Results go to
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import json
 import os
@@ -30,6 +31,7 @@ from typing import Any
 
 import engram
 from benchmarks import report
+from benchmarks.before import BEFORE, Remote, copy_database
 from benchmarks.dataset import (
     APPEND_SESSION,
     MAIN_SCOPE,
@@ -50,6 +52,7 @@ from benchmarks.engram_bench import (
     sqlite_url,
     stop_postgres,
 )
+from benchmarks.exports import chatgpt_export, import_file
 from benchmarks.floor import Floor, build
 from benchmarks.peers import AgentsPeer, LikeScan, available, build_agents
 from benchmarks.timing import Budget, Samples, ratio, run_slot, warm_up
@@ -60,6 +63,8 @@ DEFAULT_SIZES = (1_000, 10_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000, 10_000)
 BUDGETS = {"context_3k": 3_000, "context_50k": 50_000}
 IMPORT_BATCH = 1_000
+#: The import slice as a ChatGPT export, through `engram import`'s parse, check and write.
+CHATGPT = "engram_sqlite_chatgpt"
 AGENTS_MAIN = f"{MAIN_SCOPE}/{MAIN_SESSION}"
 
 # Files whose content decides whether a cached Engram database is still valid.
@@ -281,6 +286,7 @@ def bench_size(
     rounds: int,
     notes: list[str],
     texts: Texts,
+    before: Path | None = None,
 ) -> dict[str, Any]:
     floor_path = data.ensure_floor()
     agents_path = data.ensure_agents() if available() is None else None
@@ -297,6 +303,10 @@ def bench_size(
     peer = AgentsPeer(agents_path) if agents_path else None
     engrams = {name: EngramTarget(url) for name, url in engram_urls.items()}
     appenders = {name: e.session(APPEND_SESSION) for name, e in engrams.items()}
+    remote: Remote | None = None
+    if before is not None and "engram_sqlite" in engram_urls:
+        copy = copy_database(data.path("engram"), data.path("engram-before"))
+        remote = Remote(before, sqlite_url(copy), data.spec.seed, data.spec.pool_words)
 
     # scenario -> target -> callable
     scenarios: dict[str, dict[str, Callable[[], object]]] = {}
@@ -331,21 +341,37 @@ def bench_size(
         scenarios[f"search_{kind}"] = targets
 
     checks = _same_result_checks(engrams, floor, fsid, peer, like)
+    if remote is not None:
+        for scenario, tokens in BUDGETS.items():
+            checks[scenario][BEFORE] = remote.ask({"op": "context", "budget": tokens})
+        for targets in scenarios.values():
+            targets[BEFORE] = _remote_marker
 
     samples: dict[str, dict[str, Samples]] = {
         s: {t: Samples() for t in targets} for s, targets in scenarios.items()
     }
+    # The harness's own objects (texts, peers, SDKs) are frozen out of the garbage
+    # collector's walks, so a timed call pays for its own garbage only, as it would
+    # in a lean process (the --before process does the same).
+    gc.collect()
+    gc.freeze()
     try:
-        for targets in scenarios.values():
-            for fn in targets.values():
-                warm_up(fn, budget)
+        for scenario, targets in scenarios.items():
+            for name, fn in targets.items():
+                if name == BEFORE and remote is not None:
+                    remote.ask({"op": "warm", "scenario": scenario, "budget": vars(budget)})
+                else:
+                    warm_up(fn, budget)
         for r in range(rounds):
             log(f"  {spec.total:,} messages: round {r + 1}/{rounds}")
             for scenario, targets in scenarios.items():
                 names = list(targets)
                 shift = r % len(names)
                 for name in names[shift:] + names[:shift]:
-                    samples[scenario][name].rounds.append(run_slot(targets[name], budget))
+                    if name == BEFORE and remote is not None:
+                        samples[scenario][name].add(remote.slot(scenario, budget))
+                    else:
+                        samples[scenario][name].add(run_slot(targets[name], budget))
         # Leave the cached datasets as they were: drop what the append scenario wrote.
         for e in engrams.values():
             e.delete_session(APPEND_SESSION)
@@ -356,12 +382,18 @@ def bench_size(
             peer.close()
         for e in engrams.values():
             e.close()
+        if remote is not None:
+            remote.close()
+            remove_sqlite(data.path("engram-before"))
 
     out_scenarios: dict[str, Any] = {}
+    measured = [*engrams, *([BEFORE] if remote is not None else [])]
     for scenario, by_target in samples.items():
         entry: dict[str, Any] = {"targets": {t: s.summary() for t, s in by_target.items()}}
         ratios: dict[str, Any] = {}
-        for name in engrams:
+        if BEFORE in by_target and "engram_sqlite" in by_target:
+            ratios[f"{BEFORE}/engram_sqlite"] = ratio(by_target[BEFORE], by_target["engram_sqlite"])
+        for name in measured:
             base = "floor_fts" if scenario.startswith("search") else "floor"
             ratios[f"{name}/{base}"] = ratio(by_target[name], by_target[base])
             if "agents_sdk" in by_target:
@@ -392,6 +424,17 @@ def bench_size(
         "checks": checks,
         "scenarios": out_scenarios,
     }
+
+
+def _rates(count: int, work: Callable[[], object]) -> tuple[float, float]:
+    """``count`` over the seconds ``work`` took: by the wall clock, and of CPU."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    work()
+    return count / (time.perf_counter() - wall), count / (time.process_time() - cpu)
+
+
+def _remote_marker() -> object:
+    raise RuntimeError("the older sources run in the --before process")
 
 
 def _same_result_checks(
@@ -435,46 +478,49 @@ def _same_result_checks(
 
 
 def bench_import(
-    workdir: Path, backends: list[str], source: TextSource, rounds: int, slice_size: int
+    workdir: Path,
+    backends: list[str],
+    source: TextSource,
+    rounds: int,
+    slice_size: int,
+    before: Path | None = None,
 ) -> dict[str, Any]:
-    """Messages per second importing ``slice_size`` fresh messages into an empty database."""
+    """Messages per second importing ``slice_size`` fresh messages into an empty database.
+
+    Each runner gives its rate by the wall clock and by CPU time (messages per
+    second of the process's CPU, threads included): the second does not count
+    the waits for a core of a shared machine.
+    """
     batches = []
     items = list(source.fresh(slice_size, base=20_000_000))
     for i in range(0, slice_size, IMPORT_BATCH):
         batches.append(items[i : i + IMPORT_BATCH])
     tmp = workdir / "import"
     tmp.mkdir(parents=True, exist_ok=True)
-    rates: dict[str, list[float]] = {"floor": []}
 
-    def run_floor(r: int) -> float:
+    def run_floor(r: int) -> tuple[float, float]:
         path = str(tmp / f"floor-{r}.db")
         remove_sqlite(path)
         f = Floor(path, create=True)
         sid = f.session_id(MAIN_SCOPE, "import")
-        t0 = time.perf_counter()
-        for batch in batches:
-            f.import_many(sid, batch)
-        dt = time.perf_counter() - t0
+        rates = _rates(slice_size, lambda: [f.import_many(sid, batch) for batch in batches])
         f.close()
         remove_sqlite(path)
-        return slice_size / dt
+        return rates
 
-    def run_engram(url: str) -> float:
+    def run_engram(url: str) -> tuple[float, float]:
         import engram
 
         mem = engram.open(url)
         session = mem.session("import", scope=MAIN_SCOPE)
-        t0 = time.perf_counter()
-        for batch in batches:
-            session.add_many(batch)
-        dt = time.perf_counter() - t0
+        rates = _rates(slice_size, lambda: [session.add_many(batch) for batch in batches])
         mem.close()
-        return slice_size / dt
+        return rates
 
-    runners: dict[str, Callable[[int], float]] = {"floor": run_floor}
+    runners: dict[str, Callable[[int], tuple[float, float]]] = {"floor": run_floor}
     if "sqlite" in backends:
 
-        def run_sqlite(r: int) -> float:
+        def run_sqlite(r: int) -> tuple[float, float]:
             path = str(tmp / f"engram-{r}.db")
             remove_sqlite(path)
             try:
@@ -483,33 +529,73 @@ def bench_import(
                 remove_sqlite(path)
 
         runners["engram_sqlite"] = run_sqlite
+        export = str(tmp / "conversations.json")
+        Path(export).write_bytes(chatgpt_export(items))
+
+        def run_chatgpt(r: int) -> tuple[float, float]:
+            # `engram import` of the same messages as a ChatGPT export: parse, check, write.
+            path = str(tmp / f"engram-chatgpt-{r}.db")
+            remove_sqlite(path)
+            try:
+                return _rates(slice_size, lambda: import_file(export, sqlite_url(path)))
+            finally:
+                remove_sqlite(path)
+
+        runners[CHATGPT] = run_chatgpt
     if "postgres" in backends:
         runners["engram_postgres"] = lambda r: run_engram(
             postgres_url(workdir, f"bench_import_{r}", create=True)
         )
-    for name in runners:
-        rates.setdefault(name, [])
-    for r in range(rounds):
-        names = list(runners)
-        shift = r % len(names)
-        for name in names[shift:] + names[:shift]:
-            rates[name].append(runners[name](r))
+    remote: Remote | None = None
+    if before is not None and "sqlite" in backends:
+        remote = Remote(before, "sqlite:///:memory:", source.seed, source.pool_words)
+
+        def run_before(r: int) -> tuple[float, float]:
+            assert remote is not None
+            path = str(tmp / f"engram-before-{r}.db")
+            request = {"op": "import", "size": slice_size, "batch": IMPORT_BATCH, "path": path}
+            wall, cpu = remote.ask(request)
+            return float(wall), float(cpu)
+
+        runners[BEFORE] = run_before
+
+        def run_before_chatgpt(r: int) -> tuple[float, float]:
+            assert remote is not None
+            path = str(tmp / f"engram-before-chatgpt-{r}.db")
+            request = {"op": "import_file", "file": export, "count": slice_size, "path": path}
+            wall, cpu = remote.ask(request)
+            return float(wall), float(cpu)
+
+        runners[f"{BEFORE}_chatgpt"] = run_before_chatgpt
+    rates: dict[str, list[tuple[float, float]]] = {name: [] for name in runners}
+    try:
+        for r in range(rounds):
+            names = list(runners)
+            shift = r % len(names)
+            for name in names[shift:] + names[:shift]:
+                rates[name].append(runners[name](r))
+    finally:
+        if remote is not None:
+            remote.close()
     out: dict[str, Any] = {"slice_messages": slice_size, "batch": IMPORT_BATCH, "targets": {}}
     import statistics
 
     for name, values in rates.items():
+        walls = [wall for wall, _cpu in values]
         out["targets"][name] = {
-            "msgs_per_s_median": round(statistics.median(values), 1),
-            "msgs_per_s_min": round(min(values), 1),
-            "rounds": [round(v, 1) for v in values],
+            "msgs_per_s_median": round(statistics.median(walls), 1),
+            "msgs_per_s_min": round(min(walls), 1),
+            "msgs_per_cpu_s_median": round(statistics.median(cpu for _w, cpu in values), 1),
+            "rounds": [round(v, 1) for v in walls],
         }
-    if "engram_sqlite" in rates:
-        out["ratio_floor/engram_sqlite"] = round(
-            statistics.median(
-                a / b for a, b in zip(rates["floor"], rates["engram_sqlite"], strict=True)
-            ),
-            3,
-        )
+    floor = rates["floor"]
+    for name in ("engram_sqlite", BEFORE, CHATGPT, f"{BEFORE}_chatgpt"):
+        if name in rates:
+            pairs = list(zip(floor, rates[name], strict=True))
+            out[f"ratio_floor/{name}"] = round(statistics.median(f[0] / e[0] for f, e in pairs), 3)
+            out[f"ratio_floor/{name}_cpu"] = round(
+                statistics.median(f[1] / e[1] for f, e in pairs), 3
+            )
     return out
 
 
@@ -586,6 +672,14 @@ def measure_rss(kind: str, location: str) -> dict[str, Any]:
 # -- main ------------------------------------------------------------------------------
 
 
+def _tree_label(tree: Path) -> str:
+    """The path of a source tree and its commit, for the record."""
+    commit = subprocess.run(
+        ["git", "-C", str(tree), "log", "-1", "--format=%h %s"], capture_output=True, text=True
+    ).stdout.strip()
+    return f"{tree} ({commit[:80]})" if commit else str(tree)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n")[0])
     p.add_argument("--sizes", help="comma-separated message counts (default 1K,10K,100K,1M)")
@@ -600,6 +694,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--import-slice", type=int, help="messages per import round (default 5000)")
     p.add_argument("--pool-words", type=int, help=argparse.SUPPRESS)  # smaller text pool: tests
     p.add_argument("--no-rss", action="store_true", help="skip the peak-RSS subprocesses")
+    p.add_argument(
+        "--before",
+        type=Path,
+        help="older Engram sources (a checkout's root) measured in the same rounds (SQLite)",
+    )
     p.add_argument("--probe-rss", nargs=2, metavar=("KIND", "LOCATION"), help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -651,7 +750,9 @@ def main(argv: list[str] | None = None) -> int:
                 "slot_seconds": budget.min_time,
                 "queries": QUERIES,
                 "budgets": BUDGETS,
+                "before": _tree_label(args.before) if args.before else None,
             },
+            "load_average": {"start": [round(x, 2) for x in os.getloadavg()]},
         },
         "notes": notes,
         "sizes": {},
@@ -661,7 +762,7 @@ def main(argv: list[str] | None = None) -> int:
             spec = Spec(size, seed=args.seed, pool_words=pool_words)
             data = Datasets(spec, workdir, source)
             log(f"size {size:,}")
-            entry = bench_size(spec, data, backends, budget, rounds, notes, texts)
+            entry = bench_size(spec, data, backends, budget, rounds, notes, texts, args.before)
             if not args.no_rss:
                 rss: dict[str, Any] = {"floor": measure_rss("floor", data.path("floor"))}
                 if available() is None:
@@ -673,10 +774,11 @@ def main(argv: list[str] | None = None) -> int:
                 entry["rss"] = rss
             results["sizes"][str(size)] = entry
         log("import throughput")
-        results["import"] = bench_import(workdir, backends, source, rounds, slice_size)
+        results["import"] = bench_import(workdir, backends, source, rounds, slice_size, args.before)
     finally:
         stop_postgres()
     results["meta"]["seconds"] = round(time.perf_counter() - started, 1)
+    results["meta"]["load_average"]["end"] = [round(x, 2) for x in os.getloadavg()]
     results["targets"] = report.evaluate(results)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

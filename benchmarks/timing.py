@@ -2,9 +2,11 @@
 
 Each (round, target) slot runs the call until both ``min_iters`` calls and
 ``min_time`` seconds are done (at most ``max_iters``), timing every call on
-its own. Statistics: the median and p95 of all calls, each round's median,
-and ratios between targets taken round by round (the median of per-round
-ratios), so drifts in machine speed hit both sides of a ratio alike.
+its own (wall clock), and the CPU time of the whole slot (``process_time``:
+what the calls cost when the machine is shared, without the waits for a
+core). Statistics: the median and p95 of all calls, each round's median and
+CPU per call, and ratios between targets taken round by round (the median of
+per-round ratios), so drifts in machine speed hit both sides of a ratio alike.
 """
 
 from __future__ import annotations
@@ -31,6 +33,14 @@ class Samples:
     """Seconds per call of one target in one scenario, round by round."""
 
     rounds: list[list[float]] = field(default_factory=list)
+    #: CPU seconds per call, one value per round (the slot's CPU time over its calls).
+    cpu: list[float] = field(default_factory=list)
+
+    def add(self, slot: tuple[list[float], float]) -> None:
+        """Record one slot: its per-call wall times and its CPU time per call."""
+        times, cpu = slot
+        self.rounds.append(times)
+        self.cpu.append(cpu)
 
     def all(self) -> list[float]:
         return [s for r in self.rounds for s in r]
@@ -48,6 +58,7 @@ class Samples:
             "min_us": round(values[0] * 1e6, 2),
             "iterations": len(values),
             "round_medians_us": [round(m * 1e6, 2) for m in self.round_medians()],
+            **({"cpu_us": round(statistics.median(self.cpu) * 1e6, 2)} if self.cpu else {}),
         }
 
 
@@ -59,10 +70,11 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[index]
 
 
-def run_slot(fn: Callable[[], object], budget: Budget) -> list[float]:
-    """Time ``fn`` call by call for one slot."""
+def run_slot(fn: Callable[[], object], budget: Budget) -> tuple[list[float], float]:
+    """Time ``fn`` call by call for one slot; also its CPU seconds per call."""
     out: list[float] = []
     clock = time.perf_counter
+    cpu_started = time.process_time()
     started = clock()
     while len(out) < budget.max_iters:
         t0 = clock()
@@ -70,7 +82,7 @@ def run_slot(fn: Callable[[], object], budget: Budget) -> list[float]:
         out.append(clock() - t0)
         if len(out) >= budget.min_iters and clock() - started >= budget.min_time:
             break
-    return out
+    return out, (time.process_time() - cpu_started) / len(out)
 
 
 def warm_up(fn: Callable[[], object], budget: Budget) -> None:
@@ -79,12 +91,18 @@ def warm_up(fn: Callable[[], object], budget: Budget) -> None:
 
 
 def ratio(numerator: Samples, denominator: Samples) -> dict[str, Any]:
-    """Median of per-round ratios of round medians (numerator / denominator)."""
-    per_round = [
-        a / b
-        for a, b in zip(numerator.round_medians(), denominator.round_medians(), strict=False)
-        if b > 0
-    ]
+    """Median of per-round ratios of round medians (numerator / denominator).
+
+    ``cpu`` is the same for CPU time per call, when both sides have it.
+    """
+    out = _ratios(numerator.round_medians(), denominator.round_medians())
+    if numerator.cpu and denominator.cpu:
+        out["cpu"] = _ratios(numerator.cpu, denominator.cpu)["median"]
+    return out
+
+
+def _ratios(numerator: list[float], denominator: list[float]) -> dict[str, Any]:
+    per_round = [a / b for a, b in zip(numerator, denominator, strict=False) if b > 0]
     if not per_round:
         return {"median": None, "rounds": []}
     return {

@@ -120,13 +120,13 @@ def test_two_copies_at_the_same_moment_store_once(
 ) -> None:
     # A slow write widens the window between looking for the key and storing the batch:
     # without the lock both copies find nothing and both store.
-    write = Session._write
+    write = Session.add_checked
 
     def slow_write(self: Session, batch: Any) -> Any:
         time.sleep(0.2)
         return write(self, batch)
 
-    monkeypatch.setattr(Session, "_write", slow_write)
+    monkeypatch.setattr(Session, "add_checked", slow_write)
     start = threading.Barrier(2)
     results: list[list[int]] = []
 

@@ -33,11 +33,19 @@ class TestRecording:
         reads = []
         real = mem.store.get_session
 
-        def counted(scope: str, session: str) -> object:
-            reads.append((scope, session))
-            return real(scope, session)
+        def counting(name: str) -> None:
+            method = getattr(mem.store, name, None)
+            if method is None:
+                return
 
-        monkeypatch.setattr(mem.store, "get_session", counted)
+            def counted(scope: str, session: str) -> object:
+                reads.append((scope, session))
+                return method(scope, session)
+
+            monkeypatch.setattr(mem.store, name, counted)
+
+        counting("get_session")
+        counting("history_totals")  # the stores that read history as rows
         chat.context(500)
         assert reads == [("p", "s")]
         info = real("p", "s")

@@ -31,18 +31,21 @@ from engram.compaction.state import STATE_KIND, CompactionState, fresh_state
 from engram.context import (
     Context,
     HistoryReader,
+    HistoryRows,
     HistoryTotals,
     Omission,
     Provenance,
     Section,
     build_context,
 )
+from engram.context.rows import rows_of
 from engram.errors import StoreError
 from engram.models import Message
 from engram.policy import Policy
 from engram.runtime import Runtime
 from engram.sections import filters_for, providers_for, views_for
 from engram.store import Store
+from engram.store.base import reads_rows
 from engram.tokens import count_messages, counter_for_model
 
 log = logging.getLogger(__name__)
@@ -251,6 +254,9 @@ def _build(
 
 def stored_totals(store: Store, scope: str, session: str) -> HistoryTotals | None:
     """The session's stored totals now (None for a session never written)."""
+    if reads_rows(store):
+        found = store.history_totals(scope, session)
+        return HistoryTotals(*found) if found is not None else None
     info = store.get_session(scope, session)
     return HistoryTotals(info.message_count, info.token_count) if info is not None else None
 
@@ -341,7 +347,14 @@ def _same(reader: HistoryReader) -> HistoryReader:
 
 
 def tail_reader(store: Store, scope: str, session: str) -> HistoryReader:
-    """A history reader that pages the store, newest first."""
+    """A history reader that pages the store, newest first (as raw rows when it can)."""
+    if reads_rows(store):
+        rows = store.history_rows
+
+        def read_rows(limit: int, before_id: int | None) -> HistoryRows:
+            return HistoryRows(*rows(scope, session, limit=limit, before_id=before_id))
+
+        return read_rows
 
     def read(limit: int, before_id: int | None) -> list[Message]:
         return store.tail(scope, session, limit=limit, before_id=before_id)
@@ -349,12 +362,13 @@ def tail_reader(store: Store, scope: str, session: str) -> HistoryReader:
     return read
 
 
-def rows_reader(rows: list[Message]) -> HistoryReader:
-    """A history reader over rows already read (all the candidates, oldest first)."""
-    ids = [m.id for m in rows]
+def rows_reader(messages: list[Message]) -> HistoryReader:
+    """A history reader over messages already read (all the candidates, oldest first)."""
+    whole = rows_of(messages)  # newest first
+    ids = [-row[0] for row in whole.rows]  # increasing, for bisect
 
-    def read(limit: int, before_id: int | None) -> list[Message]:
-        end = len(rows) if before_id is None else bisect.bisect_left(ids, before_id)
-        return rows[max(0, end - limit) : end]
+    def read(limit: int, before_id: int | None) -> HistoryRows:
+        start = 0 if before_id is None else bisect.bisect_left(ids, 1 - before_id)
+        return HistoryRows(whole.rows[start : start + limit], whole.special)
 
     return read

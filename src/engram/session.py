@@ -113,9 +113,9 @@ class Session(EditVerbs, SessionPrompts):
         if not batch:
             return []
         if idempotency_key is None:
-            return self._write(batch)
+            return self.add_checked(batch)
         return idempotency.store_once(
-            self._store, self.scope, self.id, idempotency_key, batch, self._write
+            self._store, self.scope, self.id, idempotency_key, batch, self.add_checked
         )
 
     def check_many(self, messages: Iterable[Mapping[str, Any]]) -> list[NewMessage]:
@@ -137,10 +137,10 @@ class Session(EditVerbs, SessionPrompts):
     def _append(self, batch: list[NewMessage]) -> list[Message]:
         if any(m.role == "tool" for m in batch):
             check_tool_answers(batch, self._recent_call_ids(batch))
-        return self._write(batch)
+        return self.add_checked(batch)
 
-    def _write(self, batch: list[NewMessage]) -> list[Message]:
-        """Count each checked message once and append the batch in one transaction."""
+    def add_checked(self, batch: list[NewMessage]) -> list[Message]:
+        """Count once and store, in one transaction, what :meth:`check_many` returned."""
         tokens = self.runtime.count_many(batch)
         stored = self._store.append(self.scope, self.id, batch, tokens)
         self.runtime.embed_later(self.scope, self.id)  # vectors are computed off the write path

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from engram import vocabulary
+from engram.count_batches import count_in_chunks
 from engram.errors import ConfigError
 from engram.intake.images import image_size
 from engram.intake.parts import content_text
@@ -336,10 +337,8 @@ class TiktokenCounter:
         return total + len(self._encode(text[done:]))
 
     def count_texts(self, texts: Sequence[str]) -> list[int]:
-        """Counts of many texts at once, using tiktoken's threads for large batches."""
-        if len(texts) < 64 or any(len(t) > MAX_BLANK_RUN for t in texts):
-            return [self.count_text(t) for t in texts]
-        return [len(ids) for ids in self._encoding.encode_ordinary_batch(list(texts))]
+        """Counts of many texts at once: large batches in one chunk per core."""
+        return count_in_chunks(self.count_text, texts)
 
     def __repr__(self) -> str:
         if self.images == DEFAULT_IMAGE_RULE:

@@ -100,6 +100,37 @@ def test_tiny_run_writes_json_and_markdown(tmp_path: Path) -> None:
     assert report.markdown(data) == md
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_before_sources_run_in_the_same_rounds(tmp_path: Path) -> None:
+    """``--before`` times another source tree (here this one) in a child, slot by slot."""
+    out = tmp_path / "results"
+    code = run.main(
+        [
+            "--sizes", "200",
+            "--rounds", "2",
+            "--slot-time", "0.001",
+            "--import-slice", "200",
+            "--no-rss",
+            "--pool-words", "50000",
+            "--workdir", str(tmp_path / "work"),
+            "--out", str(out),
+            "--before", str(Path(run.REPO)),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    data = json.loads((out / "core.json").read_text())
+    context = data["sizes"]["200"]["scenarios"]["context_3k"]
+    assert len(context["targets"]["engram_before"]["round_medians_us"]) == 2
+    assert context["targets"]["engram_before"]["cpu_us"] > 0
+    assert context["ratios"]["engram_before/engram_sqlite"]["median"] > 0
+    assert data["import"]["targets"]["engram_before"]["msgs_per_s_median"] > 0
+    row = next(r for r in data["targets"] if r["target"].startswith("context 3K <="))
+    assert row["before"] is not None and row["cpu"] is not None
+    assert data["meta"]["params"]["before"].startswith(str(run.REPO))
+    assert len(data["meta"]["load_average"]["end"]) == 3
+    assert not list((tmp_path / "work" / "import").glob("engram-before-*"))
+
+
 def test_offline_summary_quality_benchmark_holds() -> None:
     """The offline summary benchmark's headline numbers (deterministic) do not slip back."""
     from benchmarks.summary_quality import ALL, measure, totals

@@ -16,6 +16,8 @@ from engram.cli._common import store_url
 from engram.engine import Engram
 from engram.errors import ConfigError, MissingDependency, install_hint
 
+#: Store schemes several server processes can share (``--workers``).
+SHARED_STORES = frozenset({"sqlite", "postgresql", "postgres"})
 #: Default address and port.
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -105,6 +107,14 @@ def is_loopback(host: str) -> bool:
     help="How long a dashboard sign-in lasts ($ENGRAM_SIGN_IN_HOURS; default 12).",
 )
 @click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Server processes sharing the port, each with its own connections to the store "
+    "(more cores; on PostgreSQL also the way to more machines).",
+)
+@click.option(
     "--log-level",
     default="warning",
     show_default=True,
@@ -127,6 +137,7 @@ def serve_command(
     key_failures: int | None,
     key_failure_window: float | None,
     sign_in_hours: float | None,
+    workers: int,
     log_level: str,
 ) -> None:
     """Serve the REST API (OpenAPI at /docs, metrics at /metrics)."""
@@ -152,7 +163,13 @@ def serve_command(
         base_url=anthropic_upstream, budget=budget, single_system=single_system
     )
 
-    with engram.open(store_url(ctx, db)) as mem:
+    url = store_url(ctx, db)
+    with engram.open(url) as mem:
+        if workers > 1 and mem.url.partition(":")[0].split("+")[0] not in SHARED_STORES:
+            raise click.ClickException(
+                f"--workers {workers} needs a store the processes can share (SQLite or "
+                f"PostgreSQL), not {mem.url.partition(':')[0]}: each process would have its own"
+            )
         keys = _active_keys(mem)
         if not keys and not is_loopback(host):
             raise click.ClickException(
@@ -171,6 +188,8 @@ def serve_command(
             settings = dataclasses.replace(settings, session_seconds=sign_in_hours * 3600)
         app = create_app(mem, settings)
         _announce(mem.url, host, port, keys)
+        if workers > 1:
+            click.echo(f"  workers    {workers} processes")
         base = _base(host, port)
         if proxy is not None:
             click.echo(f"  proxy      {base}/v1/chat/completions -> {proxy.base_url}")
@@ -190,6 +209,13 @@ def serve_command(
         # handlers found at start: quiet ones let this command close Engram and exit 0.
         for stop in (signal.SIGINT, signal.SIGTERM):
             signal.signal(stop, _ignore)
+        if workers > 1:
+            from engram.config import Config
+            from engram.server.workers import run
+
+            target = url or Config.from_env().url  # what engram.open resolved, unmasked
+            run(target, settings, host=host, port=port, workers=workers, log_level=log_level)
+            return
         uvicorn.Server(
             uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False)
         ).run()

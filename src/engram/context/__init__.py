@@ -1,6 +1,7 @@
 """The context builder: decides exactly what the model sees.
 
-Input: a :data:`HistoryReader` over one session's stored messages, a token
+Input: a :data:`HistoryReader` over one session's stored messages (``Message``
+values, or raw rows: :mod:`~engram.context.rows`), a token
 budget, an optional system prompt and fixed sections (long-term memories,
 important data, the conversation summary...). Output: a :class:`Context`, an
 OpenAI-format message list that always fits, plus a report of what was left
@@ -38,6 +39,8 @@ The same inputs give the same messages, byte for byte (so prompt caches hit): no
 in the prompt depends on time, randomness or dict iteration order.
 
 Modules: :mod:`~engram.context.results` (what is returned),
+:mod:`~engram.context.rows` (the history as read: rows, and whole messages only
+for tool calls, names and images),
 :mod:`~engram.context.costing` (token costs), :mod:`~engram.context.window`
 (reading and filling the window), :mod:`~engram.context.cache_window`
 (chunked window starts for prompt caches), :mod:`~engram.context.truncation`
@@ -54,13 +57,13 @@ from engram.context.results import (
     TURN_OVER_BUDGET,
     UNANSWERED_TOOL_CALL,
     Context,
-    HistoryReader,
     HistoryTotals,
     Omission,
     Provenance,
     Section,
     SectionSource,
 )
+from engram.context.rows import HistoryReader, HistoryRows, Row
 from engram.context.truncation import MIN_VIEW_TOKENS
 from engram.context.window import FIRST_CHUNK, MAX_CHUNK, MAX_TURN_SCAN, MIN_CHUNK
 
@@ -81,9 +84,11 @@ __all__ = [
     "UNANSWERED_TOOL_CALL",
     "Context",
     "HistoryReader",
+    "HistoryRows",
     "HistoryTotals",
     "Omission",
     "Provenance",
+    "Row",
     "Section",
     "SectionSource",
     "build_context",

@@ -23,12 +23,12 @@ from engram.context.results import (
     TURN_OVER_BUDGET,
     UNANSWERED_TOOL_CALL,
     Context,
-    HistoryReader,
     HistoryTotals,
     Omission,
     Provenance,
     Section,
 )
+from engram.context.rows import HistoryReader, Row, Stored
 from engram.context.shapes import SYSTEM_JOINER
 from engram.context.truncation import (
     Shown,
@@ -126,7 +126,8 @@ def build_context(
     """Build the prompt for the next model call of one session.
 
     Args:
-        read: The session's history reader (``Store.tail`` bound to it).
+        read: The session's history reader (``Store.tail`` bound to it, or a
+            reader of raw rows: :mod:`engram.context.rows`).
         budget: Most tokens the prompt may take, reserve included.
         reserve: Tokens kept free for the answer: ``ctx.tokens <= budget - reserve``.
         system: The system prompt, first in the prompt (truncated only as a last resort).
@@ -167,7 +168,8 @@ def build_context(
     if spill:
         report.notes.append("no user message among the recent messages; window filled newest first")
     turn_units = ([user] if user else []) + after_user
-    turn = [Shown(m, costing.content(m), costing.cost(m)) for u in turn_units for m in u.messages]
+    turn_rows = [r for u in turn_units for r in u.rows]
+    turn = [_shown(costing, cursor.stored(r)) for r in turn_rows]
     if sum(s.cost for s in turn) + fixed.cost > avail:
         turn = _fit_turn(costing, turn, avail, fixed, report)
 
@@ -178,11 +180,10 @@ def build_context(
         count=len(turn),
         tokens=turn_cost,
         exchanges=1 if user else 0,
-        orphan_ids=[m.id for u in turn_units for m in u.orphans],
+        orphan_ids=[r[0] for u in turn_units for r in u.orphans],
         unanswered_ids=[u.unanswered for u in turn_units if u.unanswered is not None],
     )
     fill_window(cursor, costing, spill, window, pol)
-    turn_rows = [m for u in turn_units for m in u.messages]
     align_window(cursor, costing, window, turn_rows, pol, totals, room=avail - fixed.cost)
     _report_window(window, turn, report)
 
@@ -194,11 +195,16 @@ def build_context(
         window,
         turn,
         report,
+        cursor.special,
         budget=budget,
         reserve=reserve,
         history=totals,
         provenance=provenance,
     )
+
+
+def _shown(costing: Costing, m: Stored) -> Shown:
+    return Shown(m, costing.content(m), costing.cost(m))
 
 
 def _fixed_parts(
@@ -259,7 +265,7 @@ def _report_window(window: Window, turn: list[Shown], report: _Report) -> None:
     if window.reason is not None:
         # before_id None: nothing is in the window, every candidate was left out.
         older = window.older
-        oldest = older[-1].id if older else (turn[0].message.id if turn else None)
+        oldest = older[-1][0] if older else (turn[0].message.id if turn else None)
         report.omitted.append(Omission(window.reason, before_id=oldest))
         if window.reason == OVER_BUDGET and oldest is None:
             report.notes.append("the newest message does not fit the budget")
@@ -282,6 +288,7 @@ def _assemble(
     window: Window,
     turn: list[Shown],
     report: _Report,
+    special: Mapping[int, Stored],
     *,
     budget: int,
     reserve: int,
@@ -292,25 +299,23 @@ def _assemble(
     messages, fixed_cost = fixed.messages(costing)
     older = window.older
     older.reverse()
-    message_ids = [m.id for m in older]
+    message_ids = [r[0] for r in older]
     truncated_ids: list[int] = []
     viewed_ids: list[int] = []
     views = costing.views
     if views:
-        for m in older:
-            out = m.to_openai()
-            if m.id in views:
-                out["content"] = views[m.id]
-                viewed_ids.append(m.id)
+        for row in older:
+            m = special.get(row[0])
+            out = m.to_openai() if m is not None else {"role": row[1], "content": row[2]}
+            if row[0] in views:
+                out["content"] = views[row[0]]
+                viewed_ids.append(row[0])
             messages.append(out)
+    elif not special:
+        # Plain rows only (the common case): this runs once per message.
+        messages += [{"role": r[1], "content": r[2]} for r in older]
     else:
-        # Message.to_openai inlined for plain messages: this runs once per message.
-        messages += [
-            m.to_openai()
-            if m.name or m.tool_calls or m.tool_call_id or m.parts
-            else {"role": m.role, "content": m.content}
-            for m in older
-        ]
+        messages += [_openai(r, special.get(r[0])) for r in older]
     has_tools = window.has_tools
     turn_start = len(messages)
     for shown in turn:
@@ -347,3 +352,10 @@ def _assemble(
         turn_start=turn_start if turn else None,
         provenance=provenance,
     )
+
+
+def _openai(row: Row, m: Stored | None) -> JSON:
+    """The prompt form of a window row (whole when special)."""
+    if m is not None and (m.name or m.tool_calls or m.tool_call_id or m.parts):
+        return m.to_openai()
+    return {"role": row[1], "content": row[2]}

@@ -33,13 +33,25 @@ its results are dropped or taken together.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from engram.context.costing import Costing
 from engram.context.results import OLDER_THAN_WINDOW, OVER_BUDGET, HistoryTotals
-from engram.context.window import BUDGET, MESSAGES, TOKENS, Cursor, Unit, Window, next_unit
-from engram.models import Message
+from engram.context.rows import Row
+from engram.context.window import (
+    BUDGET,
+    MESSAGES,
+    TOKENS,
+    Cursor,
+    Unit,
+    Window,
+    has_tools,
+    next_unit,
+    row_cost,
+)
 from engram.policy import Policy
 
 #: A token chunk is never smaller than this (tiny budgets would move every turn).
@@ -50,7 +62,7 @@ def align_window(
     cursor: Cursor,
     costing: Costing,
     window: Window,
-    turn: Sequence[Message],
+    turn: Sequence[Row],
     policy: Policy,
     totals: HistoryTotals | None,
     *,
@@ -62,7 +74,7 @@ def align_window(
         cursor: The cursor the window was filled from (read on when it grows).
         costing: The costing the window was filled with.
         window: The filled window; changed in place.
-        turn: The current turn's stored messages, oldest first.
+        turn: The current turn's rows, oldest first.
         policy: The session's policy (``cache_window``, ``cache_chunk``, limits).
         totals: The session's stored totals; None leaves the window as it is.
         room: Tokens for the window and the current turn (budget less the
@@ -71,14 +83,14 @@ def align_window(
     """
     if not policy.cache_window or totals is None or window.bound is None:
         return
-    after = _After(tokens=sum(m.tokens for m in turn), count=len(turn))
+    after = _After(tokens=sum(r[3] for r in turn), count=len(turn))
     if window.bound == MESSAGES and policy.max_messages:
         chunk = policy.cache_chunk_messages or policy.max_messages
         _grow(cursor, costing, window, policy, totals, after, chunk)
     if window.bound in (BUDGET, TOKENS):
         limit = policy.max_window_tokens if window.bound == TOKENS else None
         chunk = _token_chunk(policy.cache_chunk * (limit or room))
-        _trim(costing, window, totals, after, chunk)
+        _trim(cursor, costing, window, totals, after, chunk)
 
 
 @dataclass(slots=True)
@@ -95,31 +107,48 @@ def _token_chunk(share: float) -> int:
 
 
 def _trim(
-    costing: Costing, window: Window, totals: HistoryTotals, after: _After, chunk: int
+    cursor: Cursor,
+    costing: Costing,
+    window: Window,
+    totals: HistoryTotals,
+    after: _After,
+    chunk: int,
 ) -> None:
     """Drop the oldest units until the window starts at or after a chunk boundary."""
     older = window.older
     if not older:
         return
-    stored_after = after.tokens + sum(m.tokens for m in older)
-    position = totals.tokens - stored_after  # tokens stored before the oldest message
+    special = cursor.special
+    plain = costing.plain and (not special or not any(r[0] in special for r in older))
+    # Stored tokens of the window, oldest first, added up.
+    sums = list(accumulate([r[3] for r in reversed(older)]))
+    position = totals.tokens - (after.tokens + sums[-1])  # stored before the oldest message
     if position < 0:  # totals older than the rows (a concurrent write): leave it
         return
     boundary = -(-position // chunk) * chunk
-    dropped = False
+    if position >= boundary:
+        return
+    if plain:
+        # Plain rows are units of one and cost their stored counts: drop the fewest
+        # oldest rows whose tokens reach the boundary, at once.
+        drop = min(bisect_left(sums, boundary - position) + 1, len(sums))
+        cost = sums[drop - 1]
+        del older[len(older) - drop :]
+        window.tokens -= cost
+        window.remaining += cost
+        window.count -= drop
+        return
     while older and position < boundary:
         unit = [older.pop()]
-        while older and older[-1].role == "tool":
+        while older and older[-1][1] == "tool":
             unit.append(older.pop())
-        position += sum(m.tokens for m in unit)
-        cost = sum(costing.cost(m) for m in unit)
+        position += sum(r[3] for r in unit)
+        cost = sum(row_cost(cursor, costing, r) for r in unit)
         window.tokens -= cost
         window.remaining += cost
         window.count -= len(unit)
-        window.exchanges -= sum(1 for m in unit if m.role == "user")
-        dropped = True
-    if dropped:
-        window.has_tools = any(m.tool_calls or m.tool_call_id for m in older)
+        window.exchanges -= sum(1 for r in unit if r[1] == "user")
+    window.has_tools = has_tools(older, special)
 
 
 def _grow(
@@ -141,10 +170,10 @@ def _grow(
         if unit is None:
             window.reason = None  # the history's start: nothing older was left out
             return
-        if not unit.messages:  # orphan tool results: not counted, never shown
-            window.orphan_ids.extend(m.id for m in unit.orphans)
+        if not unit.rows:  # orphan tool results: not counted, never shown
+            window.orphan_ids.extend(r[0] for r in unit.orphans)
             continue
-        if totals.messages - (count_after + len(unit.messages)) < boundary:
+        if totals.messages - (count_after + len(unit.rows)) < boundary:
             return
         if max_tokens is not None and window.tokens + unit.cost > max_tokens:
             window.reason, window.bound = OLDER_THAN_WINDOW, TOKENS
@@ -152,13 +181,11 @@ def _grow(
         if unit.cost > window.remaining:
             window.reason, window.bound = OVER_BUDGET, BUDGET
             return
-        window.older.extend(reversed(unit.messages))
-        window.orphan_ids.extend(m.id for m in unit.orphans)
-        count_after += len(unit.messages)
+        window.older.extend(reversed(unit.rows))
+        window.orphan_ids.extend(r[0] for r in unit.orphans)
+        count_after += len(unit.rows)
         window.remaining -= unit.cost
         window.tokens += unit.cost
-        window.count += len(unit.messages)
+        window.count += len(unit.rows)
         window.exchanges += 1 if unit.is_user else 0
-        window.has_tools = window.has_tools or any(
-            m.tool_calls or m.tool_call_id for m in unit.messages
-        )
+        window.has_tools = window.has_tools or has_tools(unit.rows, cursor.special)

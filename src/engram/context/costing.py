@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from engram.models import Message
+from engram.context.rows import Stored
 from engram.tokens import (
     DEFAULT_IMAGE_RULE,
     STORAGE_ENCODING,
@@ -102,7 +102,7 @@ class Costing:
         #: messages with images when the image rule differs: those go through :meth:`cost`.
         self.plain = self.mode == _STORED and not self.views
 
-    def content(self, m: Message) -> str:
+    def content(self, m: Stored) -> str:
         """Return the text shown for ``m``: a caller view, or the stored content."""
         if self.views:
             view = self.views.get(m.id)
@@ -110,7 +110,7 @@ class Costing:
                 return view
         return m.content
 
-    def cost(self, m: Message) -> int:
+    def cost(self, m: Stored) -> int:
         """Exact size of ``m`` (as shown) with this counter, overhead included."""
         if self.views and m.id in self.views:
             return self._recount(m, self.views[m.id])
@@ -131,7 +131,7 @@ class Costing:
             value = self._role_cache[role] = self._base.count_text(role)
         return value
 
-    def _recount(self, m: Message, content: str, parts: list[Any] | None = None) -> int:
+    def _recount(self, m: Stored, content: str, parts: list[Any] | None = None) -> int:
         key = (self.key, m.id, m.tokens, hash(content), parts is not None)
         value = _RECOUNTS.get(key)
         if value is None:
@@ -139,7 +139,7 @@ class Costing:
             _RECOUNTS.put(key, value)
         return value
 
-    def message(self, m: Message, content: str, parts: list[Any] | None = None) -> int:
+    def message(self, m: Stored, content: str, parts: list[Any] | None = None) -> int:
         """Size of ``m`` shown with ``content`` and ``parts`` (uncached).
 
         A view (a cut or a summary of the text) is shown without the images.
@@ -154,7 +154,7 @@ class Costing:
             parts=parts,
         )
 
-    def fixed(self, m: Message) -> int:
+    def fixed(self, m: Stored) -> int:
         """Size of ``m`` with empty content: what no truncation can remove."""
         return self.message(m, "")
 

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from engram.context.shapes import anthropic_prompt
-from engram.models import JSON, Message
+from engram.models import JSON
 from engram.policy import Policy
-
-#: Reads one session: the newest ``limit`` messages with ``id < before_id``
-#: (all when None), oldest first. ``Store.tail`` bound to a session is one.
-HistoryReader = Callable[[int, "int | None"], list[Message]]
 
 # Omission reasons.
 OLDER_THAN_WINDOW = "older than window"

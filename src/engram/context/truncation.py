@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from engram.context.costing import Costing
+from engram.context.rows import Stored
 from engram.errors import ConfigError
-from engram.models import Message
 from engram.tokens import REPLY_PRIMING, count_message
 
 #: Content tokens each message of the current turn keeps before sections are dropped.
@@ -22,7 +22,7 @@ MIN_VIEW_TOKENS = 32
 class Shown:
     """A stored message as it will be shown."""
 
-    message: Message
+    message: Stored
     content: str
     cost: int
     truncated: bool = False
@@ -75,7 +75,7 @@ def truncate(
     return ""
 
 
-def _message_marker(m: Message, total: int) -> Callable[[int], str]:
+def _message_marker(m: Stored, total: int) -> Callable[[int], str]:
     images = sum(1 for part in m.parts or () if part.get("type") == "image_url")
     left_out = f" ({images} image(s) left out)" if images else ""
 

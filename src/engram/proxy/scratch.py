@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engram.context import Context, HistoryReader
+from engram.context.rows import HistoryRows, Stored, rows_of
 from engram.intake.validation import build_messages, check_tool_answers
 from engram.models import JSON, Message, SessionInfo, stored_message
 from engram.prompt import PromptRequest, build_prompt, stored_totals
@@ -111,7 +112,7 @@ class Scratch:
         """A reader of the stored history shown, followed by the turn's messages."""
         rows, hidden_from = self.rows, self.hidden_from
 
-        def read(limit: int, before_id: int | None) -> list[Message]:
+        def read(limit: int, before_id: int | None) -> Sequence[Stored] | HistoryRows:
             mine = [m for m in rows if before_id is None or m.id < before_id]
             taken = mine[-limit:] if limit > 0 else []
             if len(taken) >= limit:
@@ -119,7 +120,11 @@ class Scratch:
             below = before_id if before_id is not None and before_id < FIRST_ID else None
             if hidden_from is not None:
                 below = hidden_from if below is None else min(below, hidden_from)
-            return stored(limit - len(taken), below) + taken
+            older = stored(limit - len(taken), below)
+            if isinstance(older, HistoryRows):  # rows newest first: the turn's come first
+                newer = rows_of(taken)
+                return HistoryRows(newer.rows + older.rows, {**older.special, **newer.special})
+            return [*older, *taken]
 
         return read
 

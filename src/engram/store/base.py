@@ -405,3 +405,40 @@ class PlannedSearch(Protocol):
 def plans_search(store: object) -> TypeGuard[PlannedSearch]:
     """True when ``store`` takes search plans (see :class:`PlannedSearch`)."""
     return callable(getattr(store, "speakers", None)) and hasattr(store, "zone")
+
+
+#: ``(id, role, content, tokens)`` of a stored message, as :class:`RowHistory` reads it.
+MessageRow = tuple[int, str, str, int]
+
+
+@runtime_checkable
+class RowHistory(Protocol):
+    """A store that reads a session's history as raw rows: the prompt builder's fast path.
+
+    Most messages are plain (a role other than ``tool``, text, no name, tool
+    calls or images): the builder needs only their id, role, text and stored
+    count, and builds no :class:`~engram.models.Message` for them.
+    :func:`reads_rows` tells whether a store can; the others are read through
+    :meth:`MessageLog.tail` and :meth:`SessionStore.get_session`.
+    """
+
+    def history_rows(
+        self, scope: str, session: str, *, limit: int, before_id: int | None = None
+    ) -> tuple[list[MessageRow], dict[int, Message]]:
+        """The newest ``limit`` messages with ``id < before_id`` (or all), **newest first**.
+
+        Returns their rows, and the messages among them that are not plain,
+        whole, by id. One consistent read: the whole messages are those of the rows.
+        """
+        ...
+
+    def history_totals(self, scope: str, session: str) -> tuple[int, int] | None:
+        """The session's stored message and token counts; None for a session never written."""
+        ...
+
+
+def reads_rows(store: object) -> TypeGuard[RowHistory]:
+    """True when ``store`` reads history as rows (see :class:`RowHistory`)."""
+    return callable(getattr(store, "history_rows", None)) and callable(
+        getattr(store, "history_totals", None)
+    )

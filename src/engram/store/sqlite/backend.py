@@ -17,7 +17,8 @@ Connections, write transactions and the id caches are in
 :mod:`engram.store.sqlite.connection`; memories, their audit trail and LLM usage
 (scope-level data) in :mod:`engram.store.sqlite.scope`; row encoding and
 decoding in :mod:`engram.store.sqlite.rows`; full-text search in
-:mod:`engram.store.sqlite.search`.
+:mod:`engram.store.sqlite.search`; the prompt builder's row reads in
+:mod:`engram.store.sqlite.history`.
 
 Hot paths avoid work: ``(scope, session) -> session id`` is cached once
 committed, ``tail`` is one indexed query, and JSON columns are decoded only
@@ -48,6 +49,7 @@ from engram.store.sqlite.archive import ARCHIVE_TABLES, SQLiteArchive, keep_vers
 from engram.store.sqlite.connection import BUSY_TIMEOUT_MS
 from engram.store.sqlite.connection import guarded as _guarded
 from engram.store.sqlite.edits import SQLiteEdits
+from engram.store.sqlite.history import SQLiteHistory
 from engram.store.sqlite.keys import SQLiteApiKeys
 from engram.store.sqlite.migrations import migrate
 from engram.store.sqlite.rows import MSG_COLUMNS as _MSG
@@ -112,7 +114,13 @@ WHERE id = ?6"""
 
 
 class SQLiteStore(
-    SQLiteEdits, SQLiteScopeData, SQLiteApiKeys, SQLiteSearch, SQLiteVectors, SQLiteArchive
+    SQLiteEdits,
+    SQLiteHistory,
+    SQLiteScopeData,
+    SQLiteApiKeys,
+    SQLiteSearch,
+    SQLiteVectors,
+    SQLiteArchive,
 ):
     """The :class:`~engram.store.base.Store` on one SQLite file (or ``:memory:``).
 
