@@ -72,8 +72,9 @@ def corpus_lines(title: str, about: str, part: dict[str, Any], default: str) -> 
     if "embedding" in part:
         e = part["embedding"]
         lines.append(
-            f"Embedding every message: {e['messages']} in {e['seconds']} s"
-            f" ({e['per_second']} messages/s)."
+            f"Embedding every message: {e['messages']} in {e['seconds']} s wall"
+            f" ({e['per_second']} messages/s at that load), {e.get('cpu_seconds')} s of CPU"
+            f" ({e.get('per_cpu_second')} messages per CPU-second, {e.get('threads')} threads)."
         )
     return [*lines, ""]
 

@@ -294,13 +294,13 @@ class Engram:
         roles: Sequence[str] | None = None,
         start: datetime | None = None,
         end: datetime | None = None,
-        mode: str = "keyword",
+        mode: str = "auto",
         partner: bool = False,
         as_of: datetime | None = None,
     ) -> list[SearchHit]:
         """Ranked search over every session of a scope (``start <= created_at < end``).
 
-        ``mode`` is ``"keyword"`` (BM25), ``"semantic"`` or ``"hybrid"``; ``partner``
+        ``mode`` is ``"auto"``, ``"keyword"`` (BM25), ``"semantic"`` or ``"hybrid"``; ``partner``
         returns each hit's exchange partner; date phrases in ``query`` are read
         against ``as_of`` (default now). See :meth:`Session.search`.
         """

@@ -268,7 +268,7 @@ class Session(EditVerbs, SessionPrompts):
         exclude_visible: bool = False,
         exclude_question: bool = False,
         include_tool_results: bool = False,
-        mode: str = "keyword",
+        mode: str = "auto",
         as_of: datetime | None = None,
     ) -> list[SearchHit]:
         """Ranked search of this session (or the whole scope), best first.
@@ -294,8 +294,9 @@ class Session(EditVerbs, SessionPrompts):
             exclude_question: Also leave out the question being asked (the newest
                 user message); the ``search_history`` tool does.
             include_tool_results: Also return results of Engram's own retrieval tools.
-            mode: ``"keyword"`` (BM25, the default), ``"semantic"`` or ``"hybrid"``
-                (need an engine opened with ``embeddings=True``).
+            mode: ``"auto"`` (hybrid on an engine with ``embeddings=True`` when the
+                conversations name no participant, else BM25), ``"keyword"``,
+                ``"semantic"`` or ``"hybrid"`` (the last two need embeddings).
             as_of: When the question is asked (default now): "yesterday", "three
                 weeks ago" in ``query`` are read against it.
         """

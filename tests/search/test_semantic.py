@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -89,3 +90,50 @@ def test_postgres_hnsw_finds_the_paraphrase_within_a_session(
         assert {h.message.session for h in hits} == {"mine"}  # the filter holds in the index walk
         wide = opened.search("candy", "p", mode="hybrid", limit=1)
         assert wide[0].message.content.startswith("The dentist")
+
+
+class TestAutoMode:
+    def test_unnamed_conversations_search_by_meaning_too(self, mem: engram.Engram) -> None:
+        chat = mem.session("s", scope="p")
+        question = "what dietary change did the physician recommend"
+        assert chat.search(question, mode="keyword") == []  # no word in common
+        hits = chat.search(question)  # auto: hybrid, the participants are unnamed
+        assert hits[0].message.content.startswith("My doctor said")
+        assert mem.search(question, "p")[0].message.content.startswith("My doctor said")
+
+    def test_named_participants_keep_keyword_search(self, mem: engram.Engram) -> None:
+        chat = mem.session("named", scope="q")
+        chat.add("user", "My doctor said no more desserts.", name="Ana")
+        chat.add("assistant", "The quarterly report is due on Friday.", name="Ben")
+        assert mem.runtime.wait_vectors(60)
+        question = "what dietary change did the physician recommend"
+        assert chat.search(question) == chat.search(question, mode="keyword") == []
+
+
+class TestEmbedder:
+    def test_short_texts_are_never_padded_to_long_ones(self) -> None:
+        import numpy as np
+
+        from engram.search.embeddings import MAX_TOKENS, MiniLMEmbedder
+
+        embedder = MiniLMEmbedder()
+        calls: list[Any] = []
+        real = embedder._session
+
+        class Recording:
+            def run(self, names: Any, inputs: dict[str, Any]) -> Any:
+                calls.append(inputs["attention_mask"])
+                return real.run(names, inputs)
+
+        embedder._session = Recording()
+        long = "A long answer about the garden and its roses. " * 200
+        texts = [long, "Hi there.", long + " More.", "Thanks!", "A medium message on tulips."]
+        together = embedder.embed(texts)
+        # Each model call holds texts of similar length: none runs at twice its own size.
+        for mask in calls:
+            assert (mask.sum(axis=1) * 2 + 8 >= mask.shape[1]).all(), mask.sum(axis=1)
+        assert max(mask.shape[1] for mask in calls) == MAX_TOKENS  # cut at the window
+        embedder._session = real
+        alone = np.stack([embedder.embed([t])[0] for t in texts])
+        assert np.allclose(together, alone, atol=1e-5)
+        assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
