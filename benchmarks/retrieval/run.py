@@ -96,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-embeddings", action="store_true", help="keyword runs only")
     parser.add_argument("--no-latency", action="store_true", help="quality only")
     parser.add_argument("--corpus", choices=("both", "chats", "assistant"), default="both")
+    parser.add_argument("--before", help="JSON of an earlier run to compare the default with")
+    parser.add_argument("--name", help="file name of the results (default: retrieval)")
     parser.add_argument(
         "--latency-corpora", default="chats,assistant", help="turns of the 100K stores"
     )
@@ -120,12 +122,13 @@ def main(argv: list[str] | None = None) -> int:
         "load": {"start": began, "end": _load()},
         **measured,
     }
+    before = json.loads(Path(args.before).read_text()) if args.before else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    name = "retrieval-quick" if args.quick else "retrieval"
+    name = args.name or ("retrieval-quick" if args.quick else "retrieval")
     (out / f"{name}.json").write_text(json.dumps(report, indent=2) + "\n")
-    (out / f"{name}.md").write_text(markdown(report))
-    print(markdown(report))
+    (out / f"{name}.md").write_text(markdown(report, before))
+    print(markdown(report, before))
     return 0
 
 
