@@ -175,7 +175,7 @@ def before_lines(report: dict[str, Any], before: dict[str, Any]) -> list[str]:
     ]
     keys = ("all@5", "sessions_all@5", "ndcg@10", "recall@10", "mrr")
     for corpus, default in (("chats", DEFAULT_STEP), ("assistant", DEFAULT)):
-        now, then = report["corpora"].get(corpus), before["corpora"].get(corpus)
+        now, then = report["corpora"].get(corpus), before.get("corpora", {}).get(corpus)
         if not now or not then:
             continue
         for label, runs in (("floor", now["runs"][FLOOR]), ("before", then["runs"][default])):

@@ -95,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS), help="directory of the results")
     parser.add_argument("--no-embeddings", action="store_true", help="keyword runs only")
     parser.add_argument("--no-latency", action="store_true", help="quality only")
-    parser.add_argument("--corpus", choices=("both", "chats", "assistant"), default="both")
+    parser.add_argument(
+        "--corpus", choices=("both", "chats", "assistant", "none"), default="both",
+        help="quality on (none: speed only)",
+    )  # fmt: skip
     parser.add_argument("--before", help="JSON of an earlier run to compare the default with")
     parser.add_argument("--name", help="file name of the results (default: retrieval)")
     parser.add_argument(
