@@ -352,6 +352,7 @@ def policy_json_schema() -> dict[str, Any]:
         "default_reserve": {"type": "integer", "minimum": 0},
         "sync_compaction": {"type": "boolean"},
         "cache_window": {"type": "boolean"},
+        "citations": {"type": "boolean"},
         "cache_chunk": {"type": "number", "minimum": MIN_CACHE_CHUNK, "maximum": MAX_CACHE_CHUNK},
     }
     preset = {"type": "string", "enum": sorted(PRESETS)}
