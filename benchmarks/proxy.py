@@ -45,6 +45,7 @@ import openai
 
 from benchmarks.dataset import MAIN_SCOPE, MAIN_SESSION, Spec, TextSource, layout
 from benchmarks.engram_bench import build_engram, sqlite_url
+from benchmarks.proxy_parts import engram_work, serve_passthrough
 from benchmarks.timing import percentile
 
 ROOT = Path(__file__).resolve().parent
@@ -85,17 +86,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="proxy")
     parser.add_argument("--no-stream", action="store_true", help="time completions only")
     parser.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-passthrough", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve_upstream:
         return serve_upstream()
+    if args.serve_passthrough:
+        return serve_passthrough(args.serve_passthrough[0], int(args.serve_passthrough[1]))
 
     db = _fresh_copy(_dataset(args.messages))
     load_before = os.getloadavg()
     runs = []
-    with _Upstream() as upstream, _Serve(db, upstream) as base:
-        for label, budget in BUDGETS:
-            runs.append(_measure(label, budget, upstream, base, args))
+    with _Upstream() as upstream:
+        with _Serve(db, upstream) as base:
+            for label, budget in BUDGETS:
+                runs.append(_measure(label, budget, upstream, base, args))
+        with _Serve(None, upstream) as floor_base:
+            floor = _floor(upstream, floor_base, args)
+    body = {"model": MODEL, "messages": _messages()}
+    work = engram_work(db, MAIN_SCOPE, MAIN_SESSION, body, BUDGETS[0][1] or "8000")
     result = _summary(args, runs, load_before)
+    result["passthrough"] = floor
+    result["engram_work"] = work
     _write(args.name, result)
     print(_markdown(result))
     return 0
@@ -110,7 +121,7 @@ def _measure(label: str, budget: str | None, upstream: str, base: str, args: Any
     proxy = openai.OpenAI(
         base_url=f"{base}/v1", api_key="bench", max_retries=0, default_headers=headers
     )
-    messages: Any = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+    messages = _messages()
     prompt_tokens: list[int] = []
 
     def plain(client: openai.OpenAI) -> Callable[[], float]:
@@ -155,6 +166,34 @@ def _measure(label: str, budget: str | None, upstream: str, base: str, args: Any
     direct.close()
     proxy.close()
     return out
+
+
+def _messages() -> Any:
+    """What the app sends each time: its system prompt and its new question."""
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+
+
+def _floor(upstream: str, base: str, args: Any) -> dict[str, Any]:
+    """Direct calls against a pass-through proxy (no memory work): the price of the hop."""
+    direct = openai.OpenAI(base_url=upstream, api_key="bench", max_retries=0)
+    hop = openai.OpenAI(base_url=f"{base}/v1", api_key="bench", max_retries=0)
+    messages = _messages()
+
+    def call(client: openai.OpenAI) -> float:
+        started = time.perf_counter()
+        client.chat.completions.create(model=MODEL, messages=messages)
+        return time.perf_counter() - started
+
+    for _ in range(args.warmup):
+        call(direct)
+        call(hop)
+    direct_s, hop_s = [], []
+    for _ in range(args.pairs // 2):
+        direct_s.append(call(direct))
+        hop_s.append(call(hop))
+    direct.close()
+    hop.close()
+    return _stats(direct_s, hop_s)
 
 
 def _stats(direct: list[float], proxy: list[float]) -> dict[str, Any]:
@@ -221,15 +260,22 @@ class _Upstream:
 
 
 class _Serve:
-    """``engram serve --upstream URL`` in a subprocess on a free port of 127.0.0.1."""
+    """``engram serve --upstream URL`` in a subprocess on a free port of 127.0.0.1.
 
-    def __init__(self, url: str, upstream: str) -> None:
+    Without a store URL: the pass-through proxy of :mod:`benchmarks.proxy_parts` instead.
+    """
+
+    def __init__(self, url: str | None, upstream: str) -> None:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
-        command = [sys.executable, "-m", "engram.cli", "--db", url, "serve"]
-        command += ["--port", str(self.port), "--upstream", upstream]
-        self.process = subprocess.Popen(command, env=_env(), stdout=subprocess.DEVNULL)
+        if url is None:
+            command = [sys.executable, "-m", "benchmarks.proxy", "--serve-passthrough"]
+            command += [upstream, str(self.port)]
+        else:
+            command = [sys.executable, "-m", "engram.cli", "--db", url, "serve"]
+            command += ["--port", str(self.port), "--upstream", upstream]
+        self.process = subprocess.Popen(command, env=_env(), cwd=REPO, stdout=subprocess.DEVNULL)
 
     def __enter__(self) -> str:
         base = f"http://127.0.0.1:{self.port}"
@@ -314,6 +360,37 @@ def _markdown(r: dict[str, Any]) -> str:
         f"{r['runs'][0]['label']}): **{r['status']}**.",
         "",
     ]
+    if "passthrough" in r:
+        hop = r["passthrough"]
+        lines += [
+            "## Where the time goes",
+            "",
+            "The floor of any Python proxy: a FastAPI route on uvicorn that hands the same "
+            "messages to the upstream with the same httpx client and returns the answer, with "
+            "no memory work (its own process, interleaved with direct calls):",
+            "",
+            "| | p50 | p95 | p99 |",
+            "| --- | --- | --- | --- |",
+        ]
+        for key, label in (
+            ("overhead_ms", "pass-through overhead (same percentile)"),
+            ("pairwise_overhead_ms", "pass-through overhead (per-pair difference)"),
+        ):
+            row = hop[key]
+            lines.append(
+                f"| {label} | {row['p50']:.2f} ms | {row['p95']:.2f} ms | {row['p99']:.2f} ms |"
+            )
+        lines += [
+            "",
+            "Engram's own work per request, in process on the same session (medians; CPU time "
+            "does not grow with the load as wall time does):",
+            "",
+            "| step | wall | CPU |",
+            "| --- | --- | --- |",
+        ]
+        for label, step in r["engram_work"].items():
+            lines.append(f"| {label} | {step['wall_ms']:.2f} ms | {step['cpu_ms']:.2f} ms |")
+        lines.append("")
     return "\n".join(lines)
 
 
