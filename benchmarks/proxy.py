@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--name", default="proxy")
     parser.add_argument("--no-stream", action="store_true", help="time completions only")
+    parser.add_argument("--out", type=Path, default=ROOT / "results", help="results folder")
+    parser.add_argument("--work", type=Path, default=ROOT / "work", help="datasets folder")
     parser.add_argument("--serve-upstream", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-passthrough", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.serve_passthrough:
         return serve_passthrough(args.serve_passthrough[0], int(args.serve_passthrough[1]))
 
-    db = _fresh_copy(_dataset(args.messages))
+    db = _fresh_copy(_dataset(args.messages, args.work))
     load_before = os.getloadavg()
     runs = []
     with _Upstream() as upstream:
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     result = _summary(args, runs, load_before)
     result["passthrough"] = floor
     result["engram_work"] = work
-    _write(args.name, result)
+    _write(args.out, args.name, result)
     print(_markdown(result))
     return 0
 
@@ -211,10 +213,9 @@ def _stats(direct: list[float], proxy: list[float]) -> dict[str, Any]:
     return out
 
 
-def _dataset(messages: int) -> str:
+def _dataset(messages: int, work: Path) -> str:
     """A SQLite database whose measured session holds ``messages`` messages (built once)."""
-    work = ROOT / "work"
-    work.mkdir(exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
     spec = Spec(messages)
     path = work / f"proxy-{spec.key()}.db"
     if not path.exists():
@@ -254,9 +255,10 @@ class _Upstream:
         return self.process.stdout.readline().strip()
 
     def __exit__(self, *exc: object) -> None:
-        assert self.process.stdin is not None
+        assert self.process.stdin is not None and self.process.stdout is not None
         self.process.stdin.close()
         self.process.wait(timeout=30)
+        self.process.stdout.close()
 
 
 class _Serve:
@@ -312,8 +314,8 @@ def _summary(
     }
 
 
-def _write(name: str, result: dict[str, Any]) -> None:
-    results = ROOT / "results"
+def _write(results: Path, name: str, result: dict[str, Any]) -> None:
+    results.mkdir(parents=True, exist_ok=True)
     (results / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     (results / f"{name}.md").write_text(_markdown(result), encoding="utf-8")
 
