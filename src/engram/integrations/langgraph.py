@@ -32,13 +32,12 @@ ignored: search is by terms, with no embedding index.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from engram.aio import AsyncEngram
+from engram.aio import AsyncEngram, offload
 from engram.engine import Engram
 from engram.errors import MissingDependency
 from engram.memories.keyed import KeyedMemories, key_of
@@ -117,7 +116,7 @@ class EngramStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch` on a worker thread (Engram's store calls block)."""
-        return await asyncio.to_thread(self.batch, list(ops))
+        return await offload(self.batch, list(ops))
 
     def sweep_ttl(self) -> int:
         """Delete every expired item of every namespace now; returns how many."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from engram.aio import offload
 from engram.errors import Contention
 from engram.named_lock import SupportsHeldLocks
 
@@ -55,7 +56,7 @@ class Held:
         with anyio.CancelScope(shield=True):
             try:
                 if self._store is not None:
-                    await anyio.to_thread.run_sync(self._store.release_hold, self._name)
+                    await offload(self._store.release_hold, self._name)
             finally:
                 self._turns._leave(self._key)
 
@@ -98,7 +99,7 @@ class SessionTurns:
         self, store: SupportsHeldLocks, name: str, deadline: float, session: str, wait: float
     ) -> None:
         pause = FIRST_POLL
-        while not await anyio.to_thread.run_sync(store.try_hold, name):
+        while not await offload(store.try_hold, name):
             if time.monotonic() + pause > deadline:
                 raise self._busy(session, wait)
             await anyio.sleep(pause)
