@@ -11,6 +11,9 @@ path. ``Session.search(query, mode=...)`` then offers:
 * ``"hybrid"``: both lists, each min-max normalised over its candidates, then
   combined linearly with :data:`DENSE_WEIGHT` on the dense side (measured
   better than equal-weight rank fusion and than 0.5 on the retrieval benchmark);
+  a message only as near as unrelated text (similarity under
+  :data:`MIN_HYBRID_SIMILARITY`) is no candidate, so words no message holds
+  find nothing, as in keyword search;
 * ``"auto"`` (default): hybrid where it measurably helps, keyword elsewhere
   (:func:`engram.searching.resolve_mode`).
 
@@ -32,6 +35,10 @@ from engram.search.stems import Stemmer, highlight
 #: retrieval benchmark 0.25 gains on a person's sessions with an assistant and loses little
 #: on friends chatting by name; 0.5 loses much more there.
 DENSE_WEIGHT = 0.25
+#: Least cosine similarity of a dense candidate in hybrid search. MiniLM puts unrelated
+#: short texts at 0.0-0.16 from a query and related ones from about 0.3: without a floor
+#: the nearest of unrelated messages scores as the best match once normalised.
+MIN_HYBRID_SIMILARITY = 0.2
 #: Candidates taken from each side before fusion, per hit asked for.
 CANDIDATES_PER_HIT = 3
 #: Messages embedded in one background step (then the step schedules itself again).
@@ -148,6 +155,7 @@ def fuse(
         span = high - low
         return {h.message.id: (h.score - low) / span if span > 0 else 1.0 for h in hits}
 
+    dense = [hit for hit in dense if hit.score >= MIN_HYBRID_SIMILARITY]
     sparse_scores, dense_scores = normalised(keyword), normalised(dense)
     by_id = {h.message.id: h for h in dense}
     by_id.update({h.message.id: h for h in keyword})  # keyword snippets mark the matches
@@ -165,6 +173,7 @@ def fuse(
 __all__ = [
     "CANDIDATES_PER_HIT",
     "DENSE_WEIGHT",
+    "MIN_HYBRID_SIMILARITY",
     "EMBED_STEP",
     "MODES",
     "Embedder",
