@@ -123,6 +123,7 @@ class AsyncSession(_Threaded[Session]):
     add = _threaded(Session.add)
     add_many = _threaded(Session.add_many)
     check_many = _threaded(Session.check_many)
+    add_checked = _threaded(Session.add_checked)
     info = _threaded(Session.info)
     messages = _threaded(Session.messages)
     context = _threaded(Session.context)

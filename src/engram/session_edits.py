@@ -45,7 +45,8 @@ class EditVerbs:
         """One message of the scope (the session's own)."""
         raise NotImplementedError
 
-    def _write(self, batch: list[NewMessage]) -> list[Message]:
+    def add_checked(self, batch: list[NewMessage]) -> list[Message]:
+        """Store messages already checked (the session's own)."""
         raise NotImplementedError
 
     def pop_answer(self) -> list[Message]:
@@ -78,7 +79,7 @@ class EditVerbs:
         replaced = dataclasses.replace(
             new, metadata={**new.metadata, "replaces": [m.id for m in gone]}
         )
-        return self._write([replaced])[0]
+        return self.add_checked([replaced])[0]
 
     def pop_item(self) -> Message | None:
         """Delete the newest message and return it (None when empty): the Agents SDK's verb."""
@@ -119,7 +120,7 @@ class EditVerbs:
         while page := self._store.page(self.scope, self.id, after_id=later[-1], limit=MAX_PAGE):
             later += [m.id for m in page]
         self._delete(later, "edit", group=False, replaced=old.id)
-        return self._write([new])[0]
+        return self.add_checked([new])[0]
 
     def delete_message(self, message_id: int, *, rebuild: bool = False) -> Receipt:
         """Forget one message (a tool call with its results) and what was made from it.
