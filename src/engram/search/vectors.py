@@ -173,8 +173,8 @@ def fuse(
 __all__ = [
     "CANDIDATES_PER_HIT",
     "DENSE_WEIGHT",
-    "MIN_HYBRID_SIMILARITY",
     "EMBED_STEP",
+    "MIN_HYBRID_SIMILARITY",
     "MODES",
     "Embedder",
     "VectorStore",
