@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import tempfile
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engram.errors import (
     ConfigError,
@@ -25,6 +28,18 @@ from engram.store.sqlite.backend import BUSY_TIMEOUT_MS, SQLiteStore
 from engram.store.sqlite.migrations import MIGRATIONS, applied, m001_initial, migrate
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+ROLES = ["system", "user", "assistant", "tool"]
+#: Turns of a session: statements, questions, answers, and one of Engram's own tool results.
+_TURNS = [
+    ("user", "The budget review is on Monday."),
+    ("user", "What about the budget review?"),
+    ("assistant", "The review plan moved: budget first."),
+    ("assistant", "budget budget budget"),
+    ("user", "Any plan for the review?"),
+    ("call", ""),
+    ("tool", "budget review found in an earlier session"),
+]
 
 
 def new(content: str, role: str = "user", at: datetime = T0) -> NewMessage:
@@ -481,6 +496,31 @@ class TestQueries:
         assert "USING INDEX messages_session_id (session_id=? AND id<?)" in plan
         assert "TEMP B-TREE" not in plan
 
+    def test_session_search_ranks_from_the_session_index(self, store: SQLiteStore) -> None:
+        store.append("p", "s", [new(f"budget review {i}") for i in range(30)], [5] * 30)
+        assert _index_columns(store, "messages_session_id") == ["session_id", "id", "search_flags"]
+        # A plain search within a session reads no message row to rank; a filter on
+        # the role (or a boost, or a whole scope) reads the rows as before.
+        assert "COVERING INDEX messages_session_id" in _ranking_plan(store, session="s")
+        assert "PRIMARY KEY" in _ranking_plan(store, session="s", roles=["user"])
+        assert "PRIMARY KEY" in _ranking_plan(store)
+
+    @settings(max_examples=40, deadline=None)
+    @given(st.lists(st.sampled_from(_TURNS), min_size=1, max_size=24), st.integers(1, 12))
+    def test_session_index_ranks_as_the_rows_do(
+        self, turns: list[tuple[str, str]], limit: int
+    ) -> None:
+        with tempfile.TemporaryDirectory() as tmp, SQLiteStore(Path(tmp) / "e.db") as store:
+            store.append("p", "other", [new("budget elsewhere")], [1])
+            batch = [_turn(role, content, i) for i, (role, content) in enumerate(turns)]
+            store.append("p", "s", batch, [3] * len(batch))
+            for text in ("budget", "budget review", "review plan?", '"budget review"'):
+                fast = store.search("p", text, session="s", limit=limit)
+                rows = store.search("p", text, session="s", roles=ROLES, limit=limit)
+                assert [(h.message.id, h.score, h.snippet) for h in fast] == [
+                    (h.message.id, h.score, h.snippet) for h in rows
+                ]
+
     def test_timestamps_stored_fixed_width_utc(self, store: SQLiteStore) -> None:
         store.append("p", "s", [new("x", at=datetime(2024, 1, 2, 3, 4, 5))], [1])  # noqa: DTZ001 (naive = UTC)
         (text,) = store._conn().execute("SELECT created_at FROM messages").fetchone()
@@ -526,3 +566,31 @@ class TestCost:
         assert large <= small * 1.2
         last = store.tail("p", "large", limit=20)
         assert [m.content for m in last] == [f"m{i}" for i in range(4980, 5000)]
+
+
+def _turn(role: str, content: str, i: int) -> NewMessage:
+    """One message of ``_TURNS``: a ``call`` is a search_history call the next tool answers."""
+    if role == "call":
+        function = {"name": "search_history", "arguments": "{}"}
+        call = {"id": f"c{i}", "type": "function", "function": function}
+        return NewMessage(role="assistant", content="", created_at=T0, tool_calls=[call])
+    if role == "tool":
+        return NewMessage(role="tool", content=content, created_at=T0, tool_call_id=f"c{i - 1}")
+    return new(content, role)
+
+
+def _index_columns(store: SQLiteStore, index: str) -> list[str]:
+    return [row[2] for row in store._conn().execute(f"PRAGMA index_info('{index}')")]
+
+
+def _ranking_plan(store: SQLiteStore, **filters: object) -> str:
+    """The query plan of the statement that ranks the matches of a search."""
+    ranking: list[str] = []
+    conn = store._conn()
+    conn.set_trace_callback(lambda sql: ranking.append(sql) if " AS own," in sql else None)
+    try:
+        store.search("p", "budget review", **filters)  # type: ignore[arg-type]
+    finally:
+        conn.set_trace_callback(None)
+    assert ranking
+    return " ".join(str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + ranking[0]))

@@ -31,7 +31,9 @@ Schema (``m001_initial``):
 * ``prompt_turns(session_id, turn, at, data JSON, usage JSON)``, ``prompt_texts
   (session_id, hash, text)`` and ``state_versions(session_id, kind, version,
   data JSON, saved_at)``: the recipe of each recorded prompt, the texts recipes
-  name by SHA-256, and superseded state documents (``m008``).
+  name by SHA-256, and superseded state documents (``m008``);
+* ``messages_session_id`` on ``(session_id, id, search_flags)``: a search within
+  a session scores its matches from the index alone (``m009``).
 
 Timestamps are fixed-width ISO-8601 UTC text
 (``YYYY-MM-DDTHH:MM:SS.ffffff+00:00``): they sort and compare as text, the
@@ -383,6 +385,23 @@ def m008_prompt_archive(conn: sqlite3.Connection) -> None:
     )
 
 
+def m009_search_flags_in_session_index(conn: sqlite3.Connection) -> None:
+    """``messages_session_id`` covers ``search_flags`` too: ``(session_id, id, search_flags)``.
+
+    A search within a session then scores each match from this narrow index
+    (which message it is, whose session, question or answer, a tool result of
+    Engram's own) without reading the message's wide row. Same order as before,
+    so every reader that walks a session by id is unchanged.
+    """
+    _run(
+        conn,
+        [
+            "DROP INDEX messages_session_id",
+            "CREATE INDEX messages_session_id ON messages(session_id, id, search_flags)",
+        ],
+    )
+
+
 #: Every migration, in the order it is applied. Append only: never edit or reorder.
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial,
@@ -393,6 +412,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m006_message_parts,
     m007_turn_context,
     m008_prompt_archive,
+    m009_search_flags_in_session_index,
 )
 
 _CREATE_LEDGER = """CREATE TABLE IF NOT EXISTS _migrations (

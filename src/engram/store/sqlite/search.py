@@ -16,7 +16,9 @@ counts the messages that say it, outside the context column.
 It runs in two steps: rank the matches with no snippet (a snippet costs far
 more than a score), then fetch the winners' rows and snippets by id. Ranking
 joins nothing but the messages: a session or scope filter is on
-``m.session_id``, so each match costs one primary-key lookup.
+``m.session_id``, so each match costs one primary-key lookup; within a session,
+one seek in the index ``(session_id, id, search_flags)`` instead, unless a
+filter or a boost reads more of the row.
 """
 
 from __future__ import annotations
@@ -202,11 +204,22 @@ class SQLiteSearch(SQLiteConnections):
                 return []
             sql_where = " AND m.session_id IN (SELECT id FROM sessions WHERE scope_id = ?)"
             return _search(
-                conn, scope, plan, None, sql_where + where, [scope_pk, *params], limit, self._terms
+                conn,
+                scope,
+                plan,
+                None,
+                sql_where + where,
+                [scope_pk, *params],
+                limit,
+                self._terms,
+                "messages m",
             )
         pk = self._lookup_session(conn, scope, session)
         if pk is None:
             return []
+        # Within a session, the index (session_id, id, search_flags) holds all the ranking
+        # reads unless a filter or a boost needs more of the row.
+        covered = roles is None and start is None and end is None and _covered(plan)
         return _search(
             conn,
             scope,
@@ -216,6 +229,7 @@ class SQLiteSearch(SQLiteConnections):
             [pk, *params],
             limit,
             self._terms,
+            _COVERED if covered else "messages m",
         )
 
 
@@ -272,9 +286,20 @@ def _factors(plan: SearchQuery) -> tuple[str, list[Any]]:
 
 _SCORED = (
     "SELECT m.id, {own} AS own, {lift} AS lift, m.search_flags"
-    " FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid"
+    " FROM messages_fts CROSS JOIN {table} ON m.id = messages_fts.rowid"
     " WHERE messages_fts MATCH ?{restrict}{where}"
 )
+# The messages of a session read through (session_id, id, search_flags) alone: a match
+# costs one seek in that narrow index instead of a read of its wide row (the content and
+# its neighbour context), which on a large session is mostly a page-cache miss.
+_COVERED = "messages m INDEXED BY messages_session_id"
+
+
+def _covered(plan: SearchQuery) -> bool:
+    """Whether the plan's ranking reads nothing of a message but its id and flags."""
+    return not plan.speakers and (plan.boost_start is None or plan.boost_end is None)
+
+
 # The turn each message follows: the previous user or assistant message with text.
 _SOURCES = (
     "SELECT b.id, (SELECT p.id FROM messages p INDEXED BY messages_session_id"
@@ -293,6 +318,7 @@ def _search(
     params: Sequence[Any],
     limit: int,
     counts: TermCounts,
+    table: str,
 ) -> list[SearchHit]:
     columns = ["content", "name"]
     columns += ["search_context"] if plan.context_weight > 0 else []
@@ -302,10 +328,13 @@ def _search(
     ranked: list[tuple[int, float]] = []
     for scored, found in _passes(conn, plan, columns if len(columns) < 4 else None, counts):
         # CROSS JOIN: the full-text index is the outer loop, always; each match then
-        # costs one primary-key lookup of its message. ``+rowid`` keeps the candidate
-        # list out of FTS5 (as a rowid constraint FTS5 would restart once per id).
+        # costs one lookup of its message (by primary key, or in the session's index).
+        # ``+rowid`` keeps the candidate list out of FTS5 (as a rowid constraint FTS5
+        # would restart once per id).
         restrict = _CANDIDATES if found else ""
-        sql = _SCORED.format(own=rank.own, lift=rank.lift, restrict=restrict, where=where)
+        sql = _SCORED.format(
+            own=rank.own, lift=rank.lift, table=table, restrict=restrict, where=where
+        )
         pool = [
             Scored(*row)
             for row in conn.execute(
@@ -315,7 +344,7 @@ def _search(
         ]
         seen = {mid for mid, _ in ranked}
         pool = [item for item in pool if item.id not in seen]
-        settled = _settle(conn, pool, rank, scored, where, params, seen)
+        settled = _settle(conn, pool, rank, scored, table, where, params, seen)
         # A later pass fills in below the hits of the earlier ones (their order stays).
         ranked += settled[: limit - len(ranked)]
         if len(ranked) >= limit:
@@ -330,6 +359,7 @@ def _settle(
     pool: list[Scored],
     rank: _Rank,
     scored: str,
+    table: str,
     where: str,
     params: Sequence[Any],
     ranked: set[int],
@@ -352,6 +382,7 @@ def _settle(
         sql = _SCORED.format(
             own=rank.own,
             lift=rank.lift,
+            table=table,
             restrict=f" AND messages_fts.rowid IN ({marks})",
             where=where,
         )
