@@ -145,10 +145,29 @@ def _import_file_rate(export: str, count: int, path: str) -> tuple[float, float]
     return rates
 
 
+def hide_newer_migrations(path: str) -> list[str]:
+    """Take off the copy's ledger the migrations the older sources do not know; their names.
+
+    The dataset is written by the current sources. Their later migrations only
+    add (tables, columns with defaults, indexes), which older code reads past;
+    without this it refuses a database "written by a newer version".
+    """
+    import sqlite3
+
+    from engram.store.sqlite.migrations import MIGRATIONS
+
+    known = {migration.__name__ for migration in MIGRATIONS}
+    with sqlite3.connect(path) as conn:
+        newer = [n for (n,) in conn.execute("SELECT name FROM _migrations") if n not in known]
+        conn.executemany("DELETE FROM _migrations WHERE name = ?", [(n,) for n in newer])
+    return newer
+
+
 def serve(url: str, seed: int, pool_words: int) -> None:
     """Answer the parent's requests until it says ``close``."""
     import engram
 
+    hide_newer_migrations(url.removeprefix("sqlite:///"))
     source = TextSource(seed, pool_words)
     mem = engram.open(url, llm=None)
     from engram.tokens import storage_counter
