@@ -4,9 +4,12 @@ summary, memory and export, and the receipt names each thing that used it and wh
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engram.agent_state import add_facts
 from engram.edits import AUDIT_EVENT, FORGOTTEN_EVENT
@@ -248,6 +251,50 @@ class TestWholeDeletions:
         assert event["receipt"] == receipt.to_dict() and SECRET not in json.dumps(memories.audit())
         memories.create("Trams again.")
         assert memories.purge() == 1  # the older verb keeps its answer
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.integers(min_value=1, max_value=5), min_size=1, max_size=3),
+    st.integers(min_value=0, max_value=3),
+    st.sampled_from(["delete_scope", "delete_session", "clear_memories"]),
+)
+def test_every_receipt_counts_what_went_and_never_holds_its_text(
+    sessions: list[int], memories: int, verb: str
+) -> None:
+    """Whatever a scope holds, the receipt's counts match it and neither the receipt nor the
+    audit trail holds a word of what went."""
+    import engram
+
+    def word() -> str:
+        return f"zq{uuid.uuid4().hex[:10]}"
+
+    with engram.open(f"memory://receipts-{uuid.uuid4().hex}", llm=None) as mem:
+        said: dict[str, list[str]] = {}  # what went, by where it was
+        for n, size in enumerate(sessions):
+            said[f"s{n}"] = [word() for _ in range(size)]
+            for i, text in enumerate(said[f"s{n}"]):
+                mem.session(f"s{n}", scope="p").add("user", f"note {i} {text}")
+        said["memories"] = [word() for _ in range(memories)]
+        for i, text in enumerate(said["memories"]):
+            mem.memories("p").create(f"Fact {i}: {text}")
+        if verb == "delete_scope":
+            receipt = mem.delete_scope("p")
+            want = {"sessions": len(sessions), "messages": sum(sessions), "memories": memories}
+            gone = [w for words in said.values() for w in words]
+        elif verb == "delete_session":
+            receipt = mem.session("s0", scope="p").delete()
+            want, gone = {"sessions": 1, "messages": sessions[0]}, said["s0"]
+        else:
+            receipt = mem.memories("p").clear()
+            want, gone = {"memories": memories}, said["memories"]
+        assert receipt.counts == want
+        assert len(receipt.message_ids) == (sessions[0] if verb == "delete_session" else 0)
+        kept = json.dumps([receipt.to_dict(), mem.memories("p").audit(limit=1000)])
+        assert not [w for w in gone if w in kept]
+        assert receipt.to_dict() in [
+            e["receipt"] for e in mem.memories("p").audit() if "receipt" in e
+        ]
 
 
 class TestQuotes:

@@ -246,7 +246,8 @@ def delete_session(runtime: Runtime, scope: str, session: str) -> Receipt:
     existed = store.delete_session(scope, session)
     why = "the session was deleted"
     lines = _state_lines(held, why)
-    lines.append(Derived(SESSION, session, REMOVED, "with its policy and recorded prompts"))
+    kept = "with its policy, recorded prompts and older summary versions"
+    lines.append(Derived(SESSION, session, REMOVED, kept))
     lines += [
         Derived(MEMORY, f"memory {m.id}", UNCHANGED, "made from it; memories outlive sessions")
         for m in held.made_from
@@ -255,10 +256,9 @@ def delete_session(runtime: Runtime, scope: str, session: str) -> Receipt:
         lines.append(Derived(MEMORY, f"{others} other memories", UNCHANGED, "not made from it"))
     lines += vector_lines(held.had)
     lines += index_lines(len(held.ids))
-    counts = {"sessions": int(existed), "messages": len(held.ids) if existed else 0}
-    receipt = Receipt(
-        DELETE_SESSION, scope, session, tuple(held.ids), ordered(lines), counts=counts
-    )
+    ids = tuple(held.ids) if existed else ()  # deleted meanwhile by another caller
+    counts = {"sessions": int(existed), "messages": len(ids)}
+    receipt = Receipt(DELETE_SESSION, scope, session, ids, ordered(lines), counts=counts)
     event = {"event": edits.AUDIT_EVENT, "action": DELETE_SESSION, "session": session}
     _audit(runtime, receipt, event | {"count": counts["messages"]})
     log.info("session %s/%s deleted", scope, session)
