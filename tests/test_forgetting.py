@@ -4,14 +4,18 @@ summary, memory and export, and the receipt names each thing that used it and wh
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engram.agent_state import add_facts
 from engram.edits import AUDIT_EVENT, FORGOTTEN_EVENT
 from engram.engine import Engram, Session
 from engram.forget_derived import quotes
+from engram.forgetting import DELETE_SESSION, PURGE_SCOPE, PURGED_EVENT
 from engram.receipts import (
     AGENT_STATE,
     IMPORTANT_DATA,
@@ -20,6 +24,7 @@ from engram.receipts import (
     REBUILT,
     REMOVED,
     SEARCH_INDEX,
+    SESSION,
     SUMMARY,
     UNCHANGED,
     VECTORS,
@@ -168,6 +173,128 @@ class TestOtherDeletions:
         assert forgotten.counts["messages"] == 26 and forgotten.session is None
         (event,) = mem.memories("travel").audit()
         assert event["event"] == FORGOTTEN_EVENT and event["receipt"] == forgotten.to_dict()
+
+
+class TestWholeDeletions:
+    """Deleting a session, purging a scope or its memories answers a receipt too."""
+
+    def test_deleting_a_session(self, mem: Engram) -> None:
+        s, _ = story(mem)
+        (made,) = mem.memories("travel").list()
+        kept = mem.memories("travel").create("The team prefers trams to taxis.")
+        mem.session("other", scope="travel").add("user", "Another conversation.")
+
+        receipt = s.delete()
+
+        assert receipt.action == DELETE_SESSION and receipt.session == "trip"
+        assert receipt.counts == {"sessions": 1, "messages": 26} and receipt.message_count == 26
+        assert len(receipt.message_ids) == 26
+        assert lines(receipt, SUMMARY) == [("version 1", REMOVED)]
+        assert lines(receipt, AGENT_STATE) == [("every entry", REMOVED)]
+        assert lines(receipt, SESSION) == [("trip", REMOVED)]
+        # Memories outlive their conversations: named, and kept.
+        assert lines(receipt, MEMORY) == [
+            (f"memory {made.id}", UNCHANGED),
+            ("1 other memories", UNCHANGED),
+        ]
+        assert {m.id for m in mem.memories("travel").list()} == {made.id, kept.id}
+        assert lines(receipt, SEARCH_INDEX) == [("26 rows", REMOVED)]
+        assert mem.session_info("trip", "travel") is None and mem.search(SECRET, "travel") == []
+        assert SECRET not in json.dumps(receipt.to_dict())
+        (event,) = [e for e in mem.memories("travel").audit() if e.get("action") == DELETE_SESSION]
+        assert event["event"] == AUDIT_EVENT and event["count"] == 26
+        assert event["receipt"] == receipt.to_dict() and SECRET not in json.dumps(event)
+
+        missing = mem.session("nobody", scope="travel").delete()
+        assert missing.counts == {"sessions": 0, "messages": 0} and missing.derived == ()
+        # The older verb keeps its answer.
+        assert mem.delete_session("other", "travel") is True
+        assert mem.delete_session("other", "travel") is False
+
+    def test_purging_a_scope(self, mem: Engram) -> None:
+        story(mem)
+        mem.memories("travel").create("The team prefers trams to taxis.")
+        ids = [m.id for m in mem.memories("travel").list()]
+
+        receipt = mem.delete_scope("travel")
+
+        assert receipt.action == PURGE_SCOPE and receipt.session is None
+        assert receipt.counts == {"sessions": 1, "messages": 26, "memories": 2}
+        assert lines(receipt, SESSION) == [("every session (1)", REMOVED)]
+        assert lines(receipt, MEMORY) == [(f"memory {i}", REMOVED) for i in ids]
+        assert lines(receipt, SEARCH_INDEX) == [("26 rows", REMOVED)]
+        assert mem.scope_summary("travel").messages == 0 and mem.memories("travel").list() == []
+        trail = mem.memories("travel").audit()
+        (event,) = [e for e in trail if e["event"] == PURGED_EVENT]
+        assert event["receipt"] == receipt.to_dict() and event["messages"] == 26
+        (purge,) = [e for e in trail if e["event"] == "purge"]
+        assert purge["receipt"]["action"] == "memory_purge" and purge["deleted"] == 2
+        assert SECRET not in json.dumps(trail)
+        # The older verb keeps its answer.
+        mem.session("s", scope="other").add("user", "hello")
+        assert mem.purge_scope("other") == {"sessions": 1, "messages": 1, "memories": 0}
+
+    def test_purging_memories(self, mem: Engram) -> None:
+        memories = mem.memories("travel")
+        first = memories.create(SECRET_MESSAGE)
+        second = memories.create("The team prefers trams to taxis.")
+
+        receipt = memories.clear()
+
+        assert receipt.action == "memory_purge" and receipt.counts == {"memories": 2}
+        assert lines(receipt, MEMORY) == [
+            (f"memory {first.id}", REMOVED),
+            (f"memory {second.id}", REMOVED),
+        ]
+        assert memories.list() == []
+        (event,) = [e for e in memories.audit() if e["event"] == "purge"]
+        assert event["receipt"] == receipt.to_dict() and SECRET not in json.dumps(memories.audit())
+        memories.create("Trams again.")
+        assert memories.purge() == 1  # the older verb keeps its answer
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.integers(min_value=1, max_value=5), min_size=1, max_size=3),
+    st.integers(min_value=0, max_value=3),
+    st.sampled_from(["delete_scope", "delete_session", "clear_memories"]),
+)
+def test_every_receipt_counts_what_went_and_never_holds_its_text(
+    sessions: list[int], memories: int, verb: str
+) -> None:
+    """Whatever a scope holds, the receipt's counts match it and neither the receipt nor the
+    audit trail holds a word of what went."""
+    import engram
+
+    def word() -> str:
+        return f"zq{uuid.uuid4().hex[:10]}"
+
+    with engram.open(f"memory://receipts-{uuid.uuid4().hex}", llm=None) as mem:
+        said: dict[str, list[str]] = {}  # what went, by where it was
+        for n, size in enumerate(sessions):
+            said[f"s{n}"] = [word() for _ in range(size)]
+            for i, text in enumerate(said[f"s{n}"]):
+                mem.session(f"s{n}", scope="p").add("user", f"note {i} {text}")
+        said["memories"] = [word() for _ in range(memories)]
+        for i, text in enumerate(said["memories"]):
+            mem.memories("p").create(f"Fact {i}: {text}")
+        if verb == "delete_scope":
+            receipt = mem.delete_scope("p")
+            want = {"sessions": len(sessions), "messages": sum(sessions), "memories": memories}
+            gone = [w for words in said.values() for w in words]
+        elif verb == "delete_session":
+            receipt = mem.session("s0", scope="p").delete()
+            want, gone = {"sessions": 1, "messages": sessions[0]}, said["s0"]
+        else:
+            receipt = mem.memories("p").clear()
+            want, gone = {"memories": memories}, said["memories"]
+        assert receipt.counts == want
+        assert len(receipt.message_ids) == (sessions[0] if verb == "delete_session" else 0)
+        kept = json.dumps([receipt.to_dict(), mem.memories("p").audit(limit=1000)])
+        assert not [w for w in gone if w in kept]
+        assert receipt.to_dict() in [
+            e["receipt"] for e in mem.memories("p").audit() if "receipt" in e
+        ]
 
 
 class TestQuotes:

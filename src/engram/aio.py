@@ -100,6 +100,7 @@ class AsyncMemories(_Threaded[Memories]):
     update = _threaded(Memories.update)
     delete = _threaded(Memories.delete)
     purge = _threaded(Memories.purge)
+    clear = _threaded(Memories.clear)
     compact = _threaded(Memories.compact)
 
 
@@ -152,6 +153,7 @@ class AsyncSession(_Threaded[Session]):
     edit = _threaded(Session.edit)
     delete_message = _threaded(Session.delete_message)
     clear = _threaded(Session.clear)
+    delete = _threaded(Session.delete)
     date_range = _threaded(Session.date_range)
 
     async def update_agent_state(self, change: Callable[[AgentState], AgentState]) -> AgentState:
@@ -213,6 +215,7 @@ class AsyncEngram(_Threaded[Engram]):
     scope_summary = _threaded(Engram.scope_summary)
     session_page = _threaded(Engram.session_page)
     purge_scope = _threaded(Engram.purge_scope)
+    delete_scope = _threaded(Engram.delete_scope)
     usage_totals = _threaded(Engram.usage_totals)
     delete_message = _threaded(Engram.delete_message)
     forget_scope = _threaded(Engram.forget_scope)

@@ -395,17 +395,16 @@ class Engram:
         return scope_ops.session_page(self.store, scope, limit=limit, offset=offset, order=order)
 
     def purge_scope(self, scope: str) -> JSON:
-        """Delete a whole scope: every session and every memory (admin).
+        """Like :meth:`delete_scope`; how many ``sessions``, ``messages``, ``memories`` went."""
+        return dict(self.delete_scope(scope).counts)
 
-        The audit trail stays, without the memories' text (see :meth:`Memories.purge`);
-        :meth:`forget_scope` deletes it too. Returns how many ``sessions``,
-        ``messages`` and ``memories`` went.
+    def delete_scope(self, scope: str) -> Receipt:
+        """Delete every session and memory of a scope (admin); the receipt (``counts`` as above).
+
+        The audit trail stays, without the memories' text; :meth:`forget_scope` deletes it too.
         """
         check_id("scope", scope)
-        self.runtime.prompts.drop(scope)  # turns waiting to be logged would recreate sessions
-        sessions, messages = scope_ops.delete_sessions(self.store, scope)
-        memories = self.memories(scope).purge()
-        return {"sessions": sessions, "messages": messages, "memories": memories}
+        return forgetting.purge_scope(self.runtime, scope)
 
     def usage_totals(self, only: Sequence[str] | None = None) -> JSON:
         """Model calls Engram made, with tokens and cost, summed over scopes (or ``only``)."""
@@ -457,11 +456,11 @@ class Engram:
         return True
 
     def delete_session(self, session_id: str, scope: str = "default") -> bool:
-        """Delete one conversation with everything it holds (admin); True if it existed."""
-        check_id("scope", scope)
-        check_id("session", session_id)
-        self.runtime.prompts.drop(scope, session_id)
-        return self.store.delete_session(scope, session_id)
+        """Delete one conversation with everything it holds (admin); True if it existed.
+
+        :meth:`Session.delete` does it and returns the receipt.
+        """
+        return self.session(session_id, scope).delete().counts["sessions"] > 0
 
     def delete_message(
         self, message_id: int, scope: str = "default", *, rebuild: bool = False

@@ -1,8 +1,10 @@
 """Forgetting with a receipt: delete messages, then follow everything made from them.
 
-:func:`forget_messages` (one message with its tool group, an edit, a regenerate),
-:func:`clear` (a session's every message) and :func:`forget_scope` (a whole
-scope) delete through :mod:`engram.edits`, then visit every derived thing
+:func:`forget_messages` (one message with its tool group, an edit, a regenerate,
+a proxied client's edited history), :func:`clear` (a session's every message),
+:func:`delete_session` (a session, whole), :func:`purge_scope` (every session and
+memory of a scope) and :func:`forget_scope` (a whole scope, its audit trail too)
+delete through the store or :mod:`engram.edits`, then visit every derived thing
 (:mod:`engram.forget_derived`): the summary and important data (marked stale
 when their citations used a deleted message, rebuilt at once with
 ``rebuild=True``, else at the next turn), agent-state and tool-cache entries,
@@ -15,10 +17,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 from engram import edits
+from engram import scopes as scope_ops
 from engram.compaction.cycle import load_compaction_state
 from engram.compaction.important import is_empty
+from engram.compaction.state import CompactionState
 from engram.forget_derived import (
     agent_state_lines,
     compaction_lines,
@@ -29,7 +34,7 @@ from engram.forget_derived import (
     tool_cache_lines,
     vector_lines,
 )
-from engram.models import Message
+from engram.models import MemoryRecord, Message
 from engram.policy import Policy
 from engram.receipts import (
     AGENT_STATE,
@@ -42,6 +47,7 @@ from engram.receipts import (
     SESSION,
     SUMMARY,
     TOOL_CACHE,
+    UNCHANGED,
     VECTORS,
     Derived,
     Receipt,
@@ -54,6 +60,13 @@ from engram.sections.tool_cache import load_exchange_state
 from engram.store.base import MAX_PAGE
 
 log = logging.getLogger("engram")
+
+#: ``action`` of a deleted session's receipt, and of a purged scope's.
+DELETE_SESSION = "delete_session"
+PURGE_SCOPE = "purge_scope"
+#: ``event`` of the audit entry a purged scope leaves (its memories' purge leaves one too).
+PURGED_EVENT = "scope_purged"
+_WITH_STATE = "with its summary, important data, agent state and cache"
 
 
 def forget_messages(
@@ -137,19 +150,23 @@ def _rebuild_state(
     return out
 
 
-def clear(runtime: Runtime, scope: str, session: str, *, rebuild: bool = False) -> Receipt:
-    """Delete every message and state of a session (kept, empty, with its policy); the receipt.
+class _Held(NamedTuple):
+    """What a whole session holds before it goes: ids, vectors, state, memories made from it."""
 
-    The session's memories (those made from it) go too; there is nothing left
-    to rebuild them from.
-    """
+    ids: list[int]
+    had: set[int] | None
+    before: CompactionState
+    agent: bool
+    cache: bool
+    existing: list[MemoryRecord]
+    made_from: list[MemoryRecord]
+
+
+def _held(runtime: Runtime, scope: str, session: str) -> _Held:
+    """Read what the session holds, a page at a time (before a clear or a delete)."""
     store = runtime.store
-    info = store.get_session(scope, session)
-    if info is None:
-        return Receipt("clear", scope, session)
     ids: list[int] = []
-    memories = runtime.memories(scope)
-    existing = memories.list()
+    existing = runtime.memories(scope).list()
     used: dict[int, bool] = {m.id: False for m in existing}
     had: set[int] | None = set() if keeps_vectors(store) else None
     for page in _pages(runtime, scope, session):
@@ -160,29 +177,91 @@ def clear(runtime: Runtime, scope: str, session: str, *, rebuild: bool = False) 
             used[memory.id] = used[memory.id] or memory_used(memory, session, page_ids, texts)
         if had is not None and keeps_vectors(store):
             had |= store.vector_ids(scope, session, page_ids)
-    before, _ = load_compaction_state(store, scope, session)
-    agent = load_agent_state(store, scope, session)[1] > 0
-    cache = bool(load_exchange_state(store, scope, session)[0].entries)
+    return _Held(
+        ids,
+        had,
+        load_compaction_state(store, scope, session)[0],
+        load_agent_state(store, scope, session)[1] > 0,
+        bool(load_exchange_state(store, scope, session)[0].entries),
+        existing,
+        [m for m in existing if used[m.id]],
+    )
+
+
+def _state_lines(held: _Held, why: str) -> list[Derived]:
+    """The session's summary, important data, agent state and tool cache: all removed."""
+    lines: list[Derived] = []
+    version = f"version {held.before.summary_version}"
+    if held.before.summary.strip():
+        lines.append(Derived(SUMMARY, version, REMOVED, why))
+    if not is_empty(held.before.important_data):
+        lines.append(Derived(IMPORTANT_DATA, version, REMOVED, why))
+    if held.agent:
+        lines.append(Derived(AGENT_STATE, "every entry", REMOVED, why))
+    if held.cache:
+        lines.append(Derived(TOOL_CACHE, "every entry", REMOVED, why))
+    return lines
+
+
+def clear(runtime: Runtime, scope: str, session: str, *, rebuild: bool = False) -> Receipt:
+    """Delete every message and state of a session (kept, empty, with its policy); the receipt.
+
+    The session's memories (those made from it) go too; there is nothing left
+    to rebuild them from.
+    """
+    store = runtime.store
+    info = store.get_session(scope, session)
+    if info is None:
+        return Receipt("clear", scope, session)
+    held = _held(runtime, scope, session)
     runtime.prompts.drop(scope, session)
     edits.clear_session(store, scope, session, info.policy, audit=False)
-    lines: list[Derived] = []
-    version = f"version {before.summary_version}"
-    if before.summary.strip():
-        lines.append(Derived(SUMMARY, version, REMOVED, "the session was cleared"))
-    if not is_empty(before.important_data):
-        lines.append(Derived(IMPORTANT_DATA, version, REMOVED, "the session was cleared"))
-    if agent:
-        lines.append(Derived(AGENT_STATE, "every entry", REMOVED, "the session was cleared"))
-    if cache:
-        lines.append(Derived(TOOL_CACHE, "every entry", REMOVED, "the session was cleared"))
-    doomed = [m for m in existing if used[m.id]]
-    lines += memory_lines(memories, session, doomed, rebuild=False, total=len(existing))
-    lines += vector_lines(had)
-    lines += index_lines(len(ids))
-    receipt = Receipt("clear", scope, session, tuple(ids), ordered(lines), rebuild)
-    event = {"event": edits.AUDIT_EVENT, "action": "clear", "session": session, "count": len(ids)}
+    lines = _state_lines(held, "the session was cleared")
+    memories = runtime.memories(scope)
+    lines += memory_lines(
+        memories, session, held.made_from, rebuild=False, total=len(held.existing)
+    )
+    lines += vector_lines(held.had)
+    lines += index_lines(len(held.ids))
+    receipt = Receipt("clear", scope, session, tuple(held.ids), ordered(lines), rebuild)
+    count = len(held.ids)
+    event = {"event": edits.AUDIT_EVENT, "action": "clear", "session": session, "count": count}
     _audit(runtime, receipt, event)
     log.info("session %s/%s cleared", scope, session)
+    return receipt
+
+
+def delete_session(runtime: Runtime, scope: str, session: str) -> Receipt:
+    """Delete a session with everything it holds (admin); the receipt.
+
+    Memories made from it stay (memories outlive their conversations): the
+    receipt names them as unchanged, for :meth:`Memories.delete` if they must go.
+    ``counts`` says how many ``sessions`` (0 or 1) and ``messages`` went.
+    """
+    store = runtime.store
+    if store.get_session(scope, session) is None:
+        return Receipt(DELETE_SESSION, scope, session, counts={"sessions": 0, "messages": 0})
+    held = _held(runtime, scope, session)
+    runtime.prompts.drop(scope, session)  # a turn waiting to be logged would recreate it
+    existed = store.delete_session(scope, session)
+    why = "the session was deleted"
+    lines = _state_lines(held, why)
+    kept = "with its policy, recorded prompts and older summary versions"
+    lines.append(Derived(SESSION, session, REMOVED, kept))
+    lines += [
+        Derived(MEMORY, f"memory {m.id}", UNCHANGED, "made from it; memories outlive sessions")
+        for m in held.made_from
+    ]
+    if others := len(held.existing) - len(held.made_from):
+        lines.append(Derived(MEMORY, f"{others} other memories", UNCHANGED, "not made from it"))
+    lines += vector_lines(held.had)
+    lines += index_lines(len(held.ids))
+    ids = tuple(held.ids) if existed else ()  # deleted meanwhile by another caller
+    counts = {"sessions": int(existed), "messages": len(ids)}
+    receipt = Receipt(DELETE_SESSION, scope, session, ids, ordered(lines), counts=counts)
+    event = {"event": edits.AUDIT_EVENT, "action": DELETE_SESSION, "session": session}
+    _audit(runtime, receipt, event | {"count": counts["messages"]})
+    log.info("session %s/%s deleted", scope, session)
     return receipt
 
 
@@ -202,7 +281,7 @@ def forget_scope(runtime: Runtime, scope: str) -> Receipt:
     counts = edits.forget_scope(store, scope, audit=False)
     every = f"every session ({counts['sessions']})"
     lines = [
-        Derived(SESSION, every, REMOVED, "with its summary, important data, agent state and cache"),
+        Derived(SESSION, every, REMOVED, _WITH_STATE),
         Derived(MEMORY, f"{counts['memories']} memories", REMOVED, "the scope was forgotten"),
         Derived(VECTORS, "every vector", REMOVED, "removed with the messages"),
         Derived(SEARCH_INDEX, f"{counts['messages']} rows", REMOVED, "removed with the messages"),
@@ -212,8 +291,39 @@ def forget_scope(runtime: Runtime, scope: str) -> Receipt:
     return receipt
 
 
+def purge_scope(runtime: Runtime, scope: str) -> Receipt:
+    """Delete every session and memory of a scope (admin); the audit trail stays, without text.
+
+    ``counts`` says how many ``sessions``, ``messages`` and ``memories`` went.
+    """
+    runtime.prompts.drop(scope)  # turns waiting to be logged would recreate sessions
+    sessions, messages = scope_ops.delete_sessions(runtime.store, scope)
+    memories = runtime.memories(scope).clear()
+    counts = {"sessions": sessions, "messages": messages, "memories": memories.counts["memories"]}
+    lines = [
+        Derived(SESSION, f"every session ({sessions})", REMOVED, _WITH_STATE),
+        *memories.derived,
+        Derived(VECTORS, "every vector", REMOVED, "removed with the messages"),
+        Derived(SEARCH_INDEX, f"{messages} rows", REMOVED, "removed with the messages"),
+    ]
+    receipt = Receipt(PURGE_SCOPE, scope, None, (), ordered(lines), counts=counts)
+    _audit(runtime, receipt, {"event": PURGED_EVENT, **counts})
+    log.info("scope %s purged: %s", scope, counts)
+    return receipt
+
+
 def _audit(runtime: Runtime, receipt: Receipt, event: dict[str, object]) -> None:
     runtime.store.add_audit(receipt.scope, {**event, "receipt": receipt.to_dict()})
 
 
-__all__ = ["clear", "forget_messages", "forget_scope", "quotes"]
+__all__ = [
+    "DELETE_SESSION",
+    "PURGED_EVENT",
+    "PURGE_SCOPE",
+    "clear",
+    "delete_session",
+    "forget_messages",
+    "forget_scope",
+    "purge_scope",
+    "quotes",
+]

@@ -148,6 +148,15 @@ class EditVerbs:
         """
         return forgetting.clear(self.runtime, self.scope, self.id, rebuild=rebuild)
 
+    def delete(self) -> Receipt:
+        """Delete the session with everything it holds (admin); the receipt.
+
+        Unlike :meth:`clear`, the session and its policy go too. Memories made
+        from it stay (the receipt names them); ``receipt.counts`` says how many
+        ``sessions`` (0 when there was none) and ``messages`` went.
+        """
+        return forgetting.delete_session(self.runtime, self.scope, self.id)
+
     def _delete(
         self,
         ids: Sequence[int],

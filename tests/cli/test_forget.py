@@ -55,3 +55,27 @@ def test_forget_a_session_a_memory_and_a_scope_as_json(cli: Cli) -> None:
     assert forgotten["counts"] == {"sessions": 1, "messages": 0, "memories": 0}
     missing = cli("forget", "session", "s", "--scope", "p")
     assert missing.exit_code == 1 and "no session 's' in scope 'p'" in missing.output
+
+
+def test_delete_a_session_purge_memories_and_a_scope_keeping_its_audit(cli: Cli) -> None:
+    ids = _seed(cli)
+    both = cli("forget", "session", "s", "--scope", "p", "--delete", "--rebuild")
+    assert both.exit_code == 2 and "--rebuild" in both.output
+    deleted = cli("forget", "session", "s", "--scope", "p", "--delete")
+    assert deleted.exit_code == 0, deleted.output
+    assert deleted.output.startswith("delete_session in p/s: 1 sessions, 3 messages")
+    assert f"messages: #{ids[0]}-#{ids[-1]}" in deleted.output and "4471" not in deleted.output
+    assert "memory" in deleted.output and "unchanged" in deleted.output  # memories stay
+    missing = cli("forget", "session", "s", "--scope", "p", "--delete")
+    assert missing.exit_code == 1 and "no session 's' in scope 'p'" in missing.output
+    refused = cli("forget", "memories", "--scope", "p")
+    assert refused.exit_code == 2 and "--yes" in refused.output
+    purged = json.loads(cli("forget", "memories", "--scope", "p", "--yes", "--json").output)
+    assert purged["action"] == "memory_purge" and purged["counts"] == {"memories": 1}
+    _seed(cli)
+    kept = json.loads(cli("forget", "scope", "p", "--yes", "--keep-audit", "--json").output)
+    assert kept["action"] == "purge_scope"
+    assert kept["counts"] == {"sessions": 1, "messages": 3, "memories": 1}
+    with engram.open(cli.url) as mem:
+        events = [e["event"] for e in mem.memories("p").audit(limit=1000)]
+    assert "scope_purged" in events and "purge" in events  # the trail stays

@@ -112,6 +112,34 @@ def test_an_edited_earlier_turn_replaces_what_followed_it_audited(
     assert refused(strict) == []
 
 
+def test_an_edit_forgets_what_was_made_from_the_replaced_messages(
+    any_mem: Engram, strict: FakeLLMServer, served: Callable[..., Any]
+) -> None:
+    """Replaced messages go like a deletion: a memory quoting one goes; the audit has a receipt."""
+    secret = "We decided the passport number X7Q4481ZB stays in the blue folder."
+    messages: list[Any] = []
+    with served(any_mem) as url, client(url) as app:
+        for text in ("one", secret, "three"):
+            messages.append({"role": "user", "content": text})
+            reply = app.chat.completions.create(model="m", messages=messages, extra_headers=SESSION)
+            messages.append({"role": "assistant", "content": reply.choices[0].message.content})
+        quoted = any_mem.memories("proj").create(secret)
+        kept = any_mem.memories("proj").create("The team prefers trams to taxis.")
+        edited = [*messages[:2], {"role": "user", "content": "two, said otherwise"}]
+        app.chat.completions.create(model="m", messages=edited, extra_headers=SESSION)
+    assert [m.id for m in any_mem.memories("proj").list()] == [kept.id]
+    assert any_mem.search("X7Q4481ZB", "proj") == []
+    (event,) = [e for e in any_mem.store.list_audit("proj") if e.get("event") == AUDIT_EVENT]
+    receipt = event["receipt"]
+    assert event["action"] == receipt["action"] == "proxy_edit" and receipt["message_count"] == 4
+    assert receipt["messages"] == [[event["ids"][0], event["ids"][-1]]]
+    derived = {(line["kind"], line["ref"], line["outcome"]) for line in receipt["derived"]}
+    assert ("memory", f"memory {quoted.id}", "removed") in derived
+    assert ("search_index", "4 rows", "removed") in derived
+    assert "X7Q4481ZB" not in json.dumps(event)
+    assert refused(strict) == []
+
+
 def test_an_edit_far_back_in_a_long_conversation_is_followed(
     sqlite_mem: Engram, strict: FakeLLMServer, served: Callable[..., Any]
 ) -> None:

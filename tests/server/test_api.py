@@ -178,21 +178,24 @@ class TestScopesAndSessions:
         made = api.put("/v1/scopes/p/sessions/s", json={"policy": "summary_buffer"})
         assert made.status_code == 200 and made.json()["policy"]["name"] == "summary_buffer"
         assert api.get("/v1/scopes/p/sessions/s/stats").json()["policy"] == "summary_buffer"
-        assert api.delete("/v1/scopes/p/sessions/s").json() == {"success": True}
+        gone = api.delete("/v1/scopes/p/sessions/s").json()
+        assert gone["success"] is True and gone["receipt"]["action"] == "delete_session"
+        assert gone["receipt"]["counts"] == {"sessions": 1, "messages": 0}
         assert api.get("/v1/scopes/p/sessions/s").status_code == 404
 
     def test_delete_a_whole_scope(self, api: TestClient) -> None:
         _seed(api)
         api.post("/v1/scopes/phoenix/memories", json={"content": "Pro costs $14."})
         gone = api.delete("/v1/scopes/phoenix").json()
+        receipt = gone.pop("receipt")
         assert gone == {
             "success": True,
             "sessions": 1,
             "messages": gone["messages"],
             "memories": 1,
             "forgotten": False,
-            "receipt": None,
         }
+        assert receipt["action"] == "purge_scope" and receipt["counts"]["memories"] == 1
         assert gone["messages"] > 0
         assert api.get("/v1/scopes").json()["scopes"] == []
 
@@ -329,7 +332,9 @@ class TestCompactionAndMemories:
         assert deleted["derived"][0]["ref"] == f"memory {memory['id']}"
         api.post("/v1/scopes/app/memories", json={"content": "Works in Paris."})
         api.post("/v1/scopes/app/memories", json={"content": "Ships on Fridays."})
-        assert api.delete("/v1/scopes/app/memories").json() == {"success": True, "deletedCount": 2}
+        purged = api.delete("/v1/scopes/app/memories").json()
+        assert purged["success"] is True and purged["deletedCount"] == 2
+        assert purged["receipt"]["counts"] == {"memories": 2}
         events = [e["event"] for e in api.get("/v1/scopes/app/memories/audit").json()["events"]]
         assert events[0] == "purge" and "update" in events and "delete" in events
         missing = api.delete(f"/v1/scopes/app/memories/{memory['id']}")

@@ -1,4 +1,4 @@
-"""``engram forget``: delete a message, a session's messages, a memory or a scope, with a receipt.
+"""``engram forget``: delete a message, a session, memories or a scope, each with a receipt.
 
 Each prints what was removed and what became of everything made from it
 (summary, important data, agent state, tool cache, memories, vectors, search
@@ -24,7 +24,7 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print the receipt 
 
 @click.group("forget")
 def forget_group() -> None:
-    """Forget a message, a session's messages, a memory or a whole scope, with a receipt."""
+    """Forget a message, a session, memories or a whole scope, with a receipt."""
 
 
 @forget_group.command("message")
@@ -46,15 +46,29 @@ def forget_message(
 @click.argument("session")
 @scope_option
 @_REBUILD
+@click.option(
+    "--delete",
+    is_flag=True,
+    help="Delete the session itself too (its policy and recorded prompts); memories made "
+    "from it stay.",
+)
 @_JSON
 @db_option
 @click.pass_context
 def forget_session(
-    ctx: click.Context, session: str, scope: str, rebuild: bool, as_json: bool, db: str | None
+    ctx: click.Context,
+    session: str,
+    scope: str,
+    rebuild: bool,
+    delete: bool,
+    as_json: bool,
+    db: str | None,
 ) -> None:
-    """Forget every message and state of a session (it stays, empty, with its policy)."""
-    receipt = open_engram(ctx, db).require_session(session, scope).clear(rebuild=rebuild)
-    show(receipt, as_json)
+    """Forget every message and state of a session (it stays, empty, unless --delete)."""
+    if delete and rebuild:
+        raise click.UsageError("--rebuild has nothing to rebuild in a deleted session")
+    handle = open_engram(ctx, db).require_session(session, scope)
+    show(handle.delete() if delete else handle.clear(rebuild=rebuild), as_json)
 
 
 @forget_group.command("memory")
@@ -70,17 +84,41 @@ def forget_memory(
     show(open_engram(ctx, db).memories(scope).delete(memory_id), as_json)
 
 
-@forget_group.command("scope")
-@click.argument("scope")
-@click.option("--yes", is_flag=True, help="Do it: every session, memory and audit entry goes.")
+@forget_group.command("memories")
+@scope_option
+@click.option("--yes", is_flag=True, help="Do it: every memory of the scope goes.")
 @_JSON
 @db_option
 @click.pass_context
-def forget_scope(ctx: click.Context, scope: str, yes: bool, as_json: bool, db: str | None) -> None:
+def forget_memories(
+    ctx: click.Context, scope: str, yes: bool, as_json: bool, db: str | None
+) -> None:
+    """Forget every long-term memory of a scope (the audit trail stays, without their text)."""
+    if not yes:
+        raise click.UsageError(f"this deletes every memory of scope {scope!r}: add --yes")
+    show(open_engram(ctx, db).memories(scope).clear(), as_json)
+
+
+@forget_group.command("scope")
+@click.argument("scope")
+@click.option("--yes", is_flag=True, help="Do it: every session, memory and audit entry goes.")
+@click.option(
+    "--keep-audit",
+    is_flag=True,
+    help="Keep the audit trail (without the memories' text) and the model usage: delete only "
+    "the sessions and memories.",
+)
+@_JSON
+@db_option
+@click.pass_context
+def forget_scope(
+    ctx: click.Context, scope: str, yes: bool, keep_audit: bool, as_json: bool, db: str | None
+) -> None:
     """Forget a whole scope ("forget this user"); one audit entry with the receipt stays."""
     if not yes:
         raise click.UsageError(f"forgetting scope {scope!r} deletes everything it holds: add --yes")
-    show(open_engram(ctx, db).forget_scope(scope), as_json)
+    mem = open_engram(ctx, db)
+    show(mem.delete_scope(scope) if keep_audit else mem.forget_scope(scope), as_json)
 
 
 def show(receipt: Receipt, as_json: bool) -> None:

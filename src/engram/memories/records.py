@@ -174,6 +174,13 @@ def memory_receipt(scope: str, memory_id: int) -> Receipt:
     return Receipt("memory_delete", scope, None, derived=(line,))
 
 
+def purge_receipt(scope: str, memory_ids: list[int], removed: int) -> Receipt:
+    """The receipt of purging a scope's memories (``memory_ids``: those seen before)."""
+    why = "purged; the scope's next prompts are built without it"
+    lines = tuple(Derived(MEMORY, f"memory {i}", REMOVED, why) for i in memory_ids)
+    return Receipt("memory_purge", scope, None, derived=lines, counts={"memories": removed})
+
+
 def check_cap(cap: object) -> int:
     """The cap, if it is a whole number from 1 to :data:`MAX_CAP`.
 

@@ -58,6 +58,7 @@ from engram.memories.records import (
     find_duplicate,
     memory_receipt,
     merged_metadata,
+    purge_receipt,
     refuse_flagged,
     source_ranges,
 )
@@ -282,16 +283,26 @@ class Memories:
         return receipt
 
     def purge(self) -> int:
-        """Delete every memory of the scope (the purge); the audit trail stays, without text."""
+        """Delete every memory of the scope; how many went (:meth:`clear` gives the receipt)."""
+        return self.clear().counts["memories"]
+
+    def clear(self) -> Receipt:
+        """Delete every memory of the scope (the purge); the receipt names each one.
+
+        The audit trail stays, without the text of any memory that is gone.
+        """
         # A delete_memory span without a record id: every record of the store.
         with telemetry.memory_span("delete_memory", self.scope) as traced, self._lock:
+            seen = [memory.id for memory in self.store.list_memories(self.scope)]
             self.store.redact_audit(self.scope, ())
             removed = self.store.purge_memories(self.scope)
             traced.set({"gen_ai.memory.record.count": removed})
-            self.store.add_audit(self.scope, {"event": "purge", "deleted": removed})
+            receipt = purge_receipt(self.scope, seen, removed)
+            event = {"event": "purge", "deleted": removed, "receipt": receipt.to_dict()}
+            self.store.add_audit(self.scope, event)
             self.metrics.scope_size(self.scope, 0)
         logger.info("purged %d memories of scope %s", removed, self.scope)
-        return removed
+        return receipt
 
     def compact(self) -> builtins.list[Decision]:
         """Bring the scope down to its cap now (e.g. after lowering the cap)."""

@@ -21,8 +21,10 @@ replaces and bills nothing.
   the same question asked again.
 * **Edits.** A list that disagrees with the history after a point (an earlier
   turn edited or regenerated) replaces every stored message after that point,
-  through the audited edit path (:func:`engram.edits.delete`, action
-  ``proxy_edit``); the deletion and the new messages are one transaction.
+  through the forgetting path (:func:`engram.forgetting.forget_messages`, action
+  ``proxy_edit``): what was made from the replaced messages follows, and the
+  audit entry carries the receipt. The deletion and the new messages are one
+  transaction.
 * An answer that was cut (the client left mid-stream) is never replayed: the
   same turn again replaces it with a new answer.
 """
@@ -36,7 +38,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from engram import edits, idempotency
+from engram import forgetting, idempotency
 from engram.errors import IdempotencyConflict, InvalidMessage
 from engram.intake.validation import build_message, message_fields
 from engram.models import JSON, Message, NewMessage
@@ -160,17 +162,25 @@ def plan_turn(
 
 
 def _writer(session: Session) -> Writer:
-    """The session's write: the replaced messages go and the new ones come, in one transaction."""
+    """The session's write: the replaced messages go and the new ones come, in one transaction.
+
+    The replaced messages are forgotten like a deletion: the audit entry carries the receipt.
+    """
     store = session.runtime.store
 
     def write(gone_ids: list[int], batch: list[JSON], key: str | None) -> tuple[int, int]:
         with store.atomic() if isinstance(store, Atomic) else nullcontext():
             gone = (
-                edits.delete(
-                    store, session.scope, session.id, gone_ids, action=EDIT_ACTION
-                ).messages
+                forgetting.forget_messages(
+                    session.runtime,
+                    session.scope,
+                    session.id,
+                    gone_ids,
+                    action=EDIT_ACTION,
+                    policy=session.policy,
+                ).message_ids
                 if gone_ids
-                else []
+                else ()
             )
             added = session.add_many(batch, idempotency_key=key) if batch else []
         return len(added), len(gone)

@@ -202,12 +202,6 @@ class SessionIn(BaseModel):
     )
 
 
-class DeletedOut(BaseModel):
-    """The outcome of a delete (the admin API's shape)."""
-
-    success: bool
-
-
 class DerivedOut(BaseModel):
     """One thing made from the deleted messages, and what the deletion did to it."""
 
@@ -224,7 +218,10 @@ class ReceiptOut(BaseModel):
     """The receipt of a deletion: what it removed and what became of what was made from it."""
 
     success: bool = True
-    action: str = Field(description="delete, clear, forget_scope or memory_delete")
+    action: str = Field(
+        description="delete, clear, delete_session, purge_scope, forget_scope, memory_delete, "
+        "memory_purge, or an edit verb (edit, pop_answer, proxy_edit...)"
+    )
     scope: str
     session: str | None = None
     message_count: int = Field(description="How many messages were removed.")
@@ -232,7 +229,19 @@ class ReceiptOut(BaseModel):
     derived: list[DerivedOut]
     rebuilt: bool = Field(description="Rebuilds ran before the answer (rebuild=true).")
     counts: dict[str, int] | None = Field(
-        default=None, description="A forgotten scope: sessions, messages and memories removed."
+        default=None,
+        description="A deleted session, a purged or forgotten scope, purged memories: how many "
+        "sessions, messages and memories were removed.",
+    )
+
+
+class SessionDeletedOut(BaseModel):
+    """What deleting a whole session removed."""
+
+    success: bool
+    receipt: ReceiptOut = Field(
+        description="The receipt: the messages removed, and what became of what was made from "
+        "them (memories made from the session stay)."
     )
 
 
@@ -246,8 +255,9 @@ class ScopePurgedOut(BaseModel):
     forgotten: bool = Field(
         description="Whether the audit trail and usage went too (``forget=true``)."
     )
-    receipt: ReceiptOut | None = Field(
-        default=None, description="The receipt of a forgotten scope (``forget=true``)."
+    receipt: ReceiptOut = Field(
+        description="The receipt: what went (action purge_scope, or forget_scope with "
+        "``forget=true``)."
     )
 
 
@@ -463,10 +473,11 @@ class MemoryList(BaseModel):
 
 
 class MemoriesPurgedOut(BaseModel):
-    """``DELETE .../memories``: ``{"success": true, "deletedCount": n}``."""
+    """``DELETE .../memories``: ``{"success": true, "deletedCount": n, "receipt": {...}}``."""
 
     success: bool
     deletedCount: int
+    receipt: ReceiptOut = Field(description="The receipt: one line per memory removed.")
 
 
 class MemoryIn(BaseModel):

@@ -35,9 +35,10 @@ async def list_memories(engram: EngramDep, scope: ScopePath) -> MemoryList:
 
 @router.delete("/scopes/{scope}/memories", response_model=MemoriesPurgedOut)
 async def purge_memories(engram: EngramDep, scope: ScopePath) -> MemoriesPurgedOut:
-    """Delete every memory of the scope: ``{"success": true, "deletedCount": n}``."""
-    removed = await offload(engram.memories(scope).purge)
-    return MemoriesPurgedOut(success=True, deletedCount=removed)
+    """Delete every memory of the scope: ``{"success": true, "deletedCount": n, "receipt"}``."""
+    receipt = await offload(engram.memories(scope).clear)
+    removed = receipt.counts["memories"]
+    return MemoriesPurgedOut(success=True, deletedCount=removed, receipt=receipt_out(receipt))
 
 
 @router.post("/scopes/{scope}/memories", response_model=MemoryOut, status_code=201)

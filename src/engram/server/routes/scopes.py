@@ -39,19 +39,18 @@ async def delete_scope(
         ),
     ] = False,
 ) -> ScopePurgedOut:
-    """Delete a whole scope: every session, message and memory (admin).
+    """Delete a whole scope: every session, message and memory (admin), with the receipt.
 
     The audit trail stays with the action, ids and times but without the memories' text
-    (a SHA-256 of it instead); with ``forget=true`` it goes too, and the answer
-    carries the deletion's receipt.
+    (a SHA-256 of it instead); with ``forget=true`` it goes too.
     """
-    receipt = await offload(engram.forget_scope, scope) if forget else None
-    gone = receipt.counts if receipt is not None else await offload(engram.purge_scope, scope)
+    receipt = await offload(engram.forget_scope if forget else engram.delete_scope, scope)
+    gone = receipt.counts
     return ScopePurgedOut(
         success=True,
         sessions=gone["sessions"],
         messages=gone["messages"],
         memories=gone["memories"],
         forgotten=forget,
-        receipt=receipt_out(receipt) if receipt is not None else None,
+        receipt=receipt_out(receipt),
     )

@@ -9,9 +9,9 @@ from fastapi import Query
 from engram.aio import offload
 from engram.errors import SessionNotFound
 from engram.limits import MAX_OFFSET
-from engram.server.convert import session_out
+from engram.server.convert import receipt_out, session_out
 from engram.server.deps import ADMIN, EngramDep, ScopePath, SessionPath, v1_router
-from engram.server.schemas import DeletedOut, SessionIn, SessionOut, SessionPage
+from engram.server.schemas import SessionDeletedOut, SessionIn, SessionOut, SessionPage
 from engram.server.settings import MAX_PAGE_SIZE
 
 router = v1_router("sessions")
@@ -56,9 +56,18 @@ async def get_session(engram: EngramDep, scope: ScopePath, session: SessionPath)
     return session_out(info)
 
 
-@router.delete("/scopes/{scope}/sessions/{session}", response_model=DeletedOut, openapi_extra=ADMIN)
-async def delete_session(engram: EngramDep, scope: ScopePath, session: SessionPath) -> DeletedOut:
-    """Delete a session with its messages and state (admin; the scope's memories stay)."""
-    if not await offload(engram.delete_session, session, scope):
+@router.delete(
+    "/scopes/{scope}/sessions/{session}", response_model=SessionDeletedOut, openapi_extra=ADMIN
+)
+async def delete_session(
+    engram: EngramDep, scope: ScopePath, session: SessionPath
+) -> SessionDeletedOut:
+    """Delete a session with its messages and state (admin; the scope's memories stay).
+
+    Answers ``{"success": true, "receipt": {...}}``: the messages removed and what became
+    of each thing made from them.
+    """
+    receipt = await offload(engram.session(session, scope).delete)
+    if not receipt.counts["sessions"]:
         raise SessionNotFound(f"no session {session!r} in scope {scope!r}")
-    return DeletedOut(success=True)
+    return SessionDeletedOut(success=True, receipt=receipt_out(receipt))
