@@ -12,6 +12,7 @@ pytest.importorskip("agents", reason="the 'agents' extra is not installed")
 from benchmarks import agents_session
 
 
+@pytest.mark.slow
 def test_a_tiny_run_reports_both_sides(tmp_path: Path) -> None:
     code = agents_session.main(
         ["--items", "300", "--budget", "2000", "--rounds", "1", "--min-time", "0",

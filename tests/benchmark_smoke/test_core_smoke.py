@@ -58,6 +58,7 @@ def test_floor_context_fits_the_budget(tmp_path: Path) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.slow
 def test_tiny_run_writes_json_and_markdown(tmp_path: Path) -> None:
     out = tmp_path / "results"
     code = run.main(
@@ -101,6 +102,7 @@ def test_tiny_run_writes_json_and_markdown(tmp_path: Path) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.slow
 def test_before_sources_run_in_the_same_rounds(tmp_path: Path) -> None:
     """``--before`` times another source tree (here this one) in a child, slot by slot."""
     out = tmp_path / "results"

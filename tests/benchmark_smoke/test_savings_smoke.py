@@ -13,6 +13,10 @@ from benchmarks import savings
 TURNS = 60
 
 
+#: One savings run (about 5 s) serves every test here: the full suite's lane.
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     work = tmp_path_factory.mktemp("savings")

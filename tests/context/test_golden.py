@@ -25,6 +25,7 @@ def test_every_case_is_recorded() -> None:
     )
 
 
+@pytest.mark.slow
 def test_library_prompts_unchanged() -> None:
     digests = dict(golden.library_digests())
     assert len(digests) == golden.LIBRARY_CASES

@@ -147,6 +147,7 @@ class TestStore:
             store.put(("a",), "k", {"blob": "x" * 5000})
         assert mem.memories("a").list() == []
 
+    @pytest.mark.slow
     def test_ttl_expires_and_is_swept(self, mem: Engram) -> None:
         store = EngramStore(mem)
         store.put(("t",), "short", {"content": "gone soon"}, ttl=0.05)  # 3 s, even under load

@@ -108,6 +108,7 @@ def test_host_names() -> None:
     assert not is_loopback_name(host_name("evil.example:8000:1"))
 
 
+@pytest.mark.slow
 def test_engram_serve_takes_allowed_hosts(tmp_path: Path) -> None:
     from tests.server.live import LiveServer as ServeProcess
 

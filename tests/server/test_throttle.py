@@ -41,6 +41,7 @@ def served(mem: Engram) -> Iterator[tuple[str, str]]:
         server.stop()
 
 
+@pytest.mark.slow
 def test_every_door_shares_one_count_and_the_right_key_waits_too(
     served: tuple[str, str],
 ) -> None:
