@@ -7,15 +7,19 @@ database shares them: two store objects here stand for two server processes.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from engram.store import Store, open_store
 from engram.store.api_keys import has_api_keys
 from engram.store.sign_ins import SignInStore, has_sign_ins
 
 NOW = 1_800_000_000.0
+_EXAMPLES = itertools.count()  # names unique across Hypothesis examples on one store
 
 
 def _hash(name: str) -> str:
@@ -86,3 +90,21 @@ def test_the_number_of_sign_ins_is_bounded(sign_ins: SignInStore) -> None:
         sign_ins.add_sign_in(_hash(f"s{i}"), key_id, NOW + 100 + i, now=NOW, limit=3)
     found = [sign_ins.find_sign_in(_hash(f"s{i}"), NOW) is not None for i in range(5)]
     assert found == [False, False, True, True, True]  # the ones ending soonest went
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=st.lists(st.tuples(st.floats(0, 50), st.floats(1, 100)), min_size=1, max_size=12))
+def test_the_newest_sign_in_is_kept_and_never_more_than_the_limit(
+    sign_ins: SignInStore, steps: list[tuple[float, float]]
+) -> None:
+    key_id = _key(sign_ins, f"p{next(_EXAMPLES)}")
+    now, added = NOW, []
+    for wait, lasts in steps:
+        now += wait
+        name = f"h{next(_EXAMPLES)}"
+        sign_ins.add_sign_in(_hash(name), key_id, now + lasts, now=now, limit=4)
+        added.append(name)
+        assert sign_ins.find_sign_in(_hash(name), now) is not None
+        assert sum(sign_ins.find_sign_in(_hash(n), now) is not None for n in added) <= 4
