@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from tests.cli.harness import Cli
 from tests.server.live import LiveServer
 
 import engram
+from engram.dashboard.access import COOKIE
 
 
 def _children(pid: int) -> list[int]:
@@ -18,10 +21,13 @@ def _children(pid: int) -> list[int]:
     return [int(child) for child in text.split()]
 
 
-def _workers(pid: int) -> int:
+def _worker_pids(pid: int) -> list[int]:
     """Children of the server that run uvicorn workers (not multiprocessing's tracker)."""
-    commands = [Path(f"/proc/{c}/cmdline").read_bytes() for c in _children(pid)]
-    return sum(b"spawn_main" in command for command in commands)
+    return [c for c in _children(pid) if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+
+def _workers(pid: int) -> int:
+    return len(_worker_pids(pid))
 
 
 @pytest.mark.slow
@@ -53,3 +59,71 @@ def test_workers_need_a_store_processes_can_share(tmp_path: Path) -> None:
     refused = cli("serve", "--workers", "2", url=f"jsondir://{tmp_path}/docs")
     assert refused.exit_code == 1
     assert "--workers 2 needs a store the processes can share" in refused.output
+
+
+def _socket_owner(server_port: int, client_port: int, pids: list[int]) -> int:
+    """The worker holding the server side of the connection from ``client_port`` (0 if none)."""
+    inode = ""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if (
+            int(fields[1].rsplit(":", 1)[1], 16) == server_port
+            and int(fields[2].rsplit(":", 1)[1], 16) == client_port
+        ):
+            inode = fields[9]
+    for pid in pids:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            try:
+                if os.readlink(fd) == f"socket:[{inode}]":
+                    return pid
+            except OSError:
+                continue  # closed meanwhile
+    return 0
+
+
+def _page_on_a_fresh_connection(server: LiveServer, cookie: str) -> tuple[int, int]:
+    """(status of a dashboard page, pid of the worker that answered) on a new connection."""
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        conn.request("GET", "/p/app/memories", headers={"Cookie": f"{COOKIE}={cookie}"})
+        answer = conn.getresponse()
+        answer.read()
+        assert conn.sock is not None  # still open (keep-alive): its worker can be found
+        client_port = conn.sock.getsockname()[1]
+        workers = _worker_pids(server.process.pid)
+        return answer.status, _socket_owner(server.port, client_port, workers)
+    finally:
+        conn.close()
+
+
+def _pages_until_both_workers_answer(server: LiveServer, cookie: str) -> dict[int, set[int]]:
+    """Statuses per worker pid, from fresh connections: 20 at least, until both workers answered."""
+    seen: dict[int, set[int]] = {}
+    with ThreadPoolExecutor(4) as pool:
+        for turn in range(100):
+            for status, pid in pool.map(
+                lambda _: _page_on_a_fresh_connection(server, cookie), "abcd"
+            ):
+                seen.setdefault(pid, set()).add(status)
+            if turn >= 4 and len(seen.keys() - {0}) >= 2:
+                break
+    return seen
+
+
+@pytest.mark.slow
+def test_a_dashboard_sign_in_holds_on_every_worker_until_logout(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'engram.db'}"
+    with engram.open(url, llm=None) as mem:
+        mem.memories("app").create("Pro costs $14.")
+        secret = mem.api_keys().create(scopes=["app"]).secret
+    with LiveServer(url, "--workers", "2") as server, httpx.Client(timeout=30) as browser:
+        signed = browser.post(f"{server.base_url}/login", data={"key": secret})
+        assert signed.status_code == 303
+        cookie = signed.cookies[COOKIE]  # the browser keeps it for /logout below
+        signed_in = _pages_until_both_workers_answer(server, cookie)
+        assert len(signed_in.keys() - {0}) == 2, signed_in  # both workers answered
+        assert all(statuses == {200} for statuses in signed_in.values()), signed_in
+        assert browser.post(f"{server.base_url}/logout").status_code == 303
+        signed_out = _pages_until_both_workers_answer(server, cookie)  # a copy of the cookie
+        assert len(signed_out.keys() - {0}) == 2, signed_out
+        assert all(statuses == {303} for statuses in signed_out.values()), signed_out

@@ -8,7 +8,7 @@ the same API keys as the REST API. Pages read through the
 :class:`~engram.Engram` facade and its sessions only.
 
 Modules: ``access.py`` (who is looking), ``login.py`` (signing in and out),
-``signins.py`` (the sign-ins the server keeps),
+``signins.py`` (the sign-ins, kept in the store beside the keys),
 ``pages.py`` (the pages), ``views.py`` (presentation helpers),
 ``rendering.py`` (templates), ``errors.py`` (errors as pages).
 """
@@ -27,7 +27,7 @@ __all__ = ["install"]
 
 def install(app: FastAPI) -> None:
     """Serve the dashboard's pages at ``/`` and its static files at ``/static``."""
-    app.state.sign_ins = SignIns(app.state.settings.session_seconds)
+    app.state.sign_ins = SignIns(app.state.engram.store, app.state.settings.session_seconds)
     app.include_router(login.router)
     app.include_router(pages.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

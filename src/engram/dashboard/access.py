@@ -4,7 +4,8 @@ The dashboard resolves its caller as every door of the server does
 (:func:`engram.server.deps.resolve_caller`): the same keys, the same rights, the
 same local mode (no key in the store: every right, this machine only). A
 browser signs in once with a key; its HTTP-only, same-site cookie names a
-sign-in the server keeps (:mod:`engram.dashboard.signins`), never the key;
+sign-in kept in the store beside the keys (:mod:`engram.dashboard.signins`),
+never the key;
 scripts send ``Authorization: Bearer KEY`` as they do to ``/v1``. A key bound
 to scopes sees only those scopes, on every page.
 """
@@ -16,6 +17,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from engram.aio import offload
 from engram.dashboard.signins import SignIns
 from engram.server.auth import Caller
 from engram.server.deps import EngramDep, bearer_secret, resolve_caller
@@ -71,10 +73,13 @@ async def current_viewer(request: Request) -> Viewer:
     if request.method not in ("GET", "HEAD"):
         _same_origin(request)
     bearer = bearer_secret(request)
-    sign_ins: SignIns = request.app.state.sign_ins
-    secret = bearer or sign_ins.key(request.cookies.get(COOKIE))
-    caller = await resolve_caller(request, secret)
-    return Viewer(caller, signed_in=bearer is None and caller.key is not None)
+    cookie = request.cookies.get(COOKIE)
+    if bearer is None and cookie:
+        sign_ins: SignIns = request.app.state.sign_ins
+        key = await offload(sign_ins.key, cookie)  # the store says if the key is still active
+        if key is not None:
+            return Viewer(Caller(key), signed_in=True)
+    return Viewer(await resolve_caller(request, bearer), signed_in=False)
 
 
 def _same_origin(request: Request) -> None:

@@ -1,7 +1,8 @@
-"""Signing in and out: a form that takes an API key and opens a sign-in the server keeps.
+"""Signing in and out: a form that takes an API key and opens a sign-in kept in the store.
 
 The browser's HTTP-only, same-site cookie holds the sign-in's random id, never the
-key (:mod:`engram.dashboard.signins`); ``/logout`` closes the sign-in on the server.
+key (:mod:`engram.dashboard.signins`, kept in the store); ``/logout`` deletes the sign-in
+there, so it ends for every server process.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from engram.aio import offload
 from engram.dashboard.access import COOKIE
 from engram.dashboard.errors import PageRoute
 from engram.dashboard.rendering import render
@@ -60,7 +62,7 @@ async def login(
         sign_ins: SignIns = request.app.state.sign_ins
         response.set_cookie(
             COOKIE,
-            sign_ins.open(key.strip()),
+            await offload(sign_ins.open, caller.key),
             max_age=int(sign_ins.seconds),
             httponly=True,
             samesite="strict",
@@ -72,7 +74,7 @@ async def login(
 
 @router.post("/logout")
 def logout(request: Request) -> Response:
-    """Close this browser's sign-in, on the server and in the browser."""
+    """Close this browser's sign-in, in the store (every process) and in the browser."""
     sign_ins: SignIns = request.app.state.sign_ins
     sign_ins.close(request.cookies.get(COOKIE))
     response = RedirectResponse("/login", status_code=303)

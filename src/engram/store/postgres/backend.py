@@ -75,6 +75,7 @@ from engram.store.postgres.scope import PostgresScopeData
 from engram.store.postgres.search import PostgresSearch
 from engram.store.postgres.search import index_values as _index_values
 from engram.store.postgres.search import record_speakers as _record_speakers
+from engram.store.postgres.sign_ins import PostgresSignIns
 from engram.store.postgres.vectors import PostgresVectors
 
 _OPTIONS = frozenset({"min_size", "max_size", "timeout", "migrate_schema", "tz"})
@@ -121,6 +122,7 @@ class PostgresStore(
     PostgresEdits,
     PostgresScopeData,
     PostgresApiKeys,
+    PostgresSignIns,
     PostgresLocks,
     PostgresSearch,
     PostgresVectors,

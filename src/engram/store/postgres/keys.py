@@ -16,10 +16,11 @@ from engram.store.common import utc as _utc
 from engram.store.common import utc_or_none as _utc_or_none
 from engram.store.postgres.connection import Conn, Jsonb, PostgresConnections
 
-_COLUMNS = "id, prefix, label, admin, scopes, writable, created_at, revoked_at"
+COLUMNS = "id, prefix, label, admin, scopes, writable, created_at, revoked_at"
 
 
-def _key(row: Sequence[Any]) -> ApiKeyRecord:
+def key_record(row: Sequence[Any]) -> ApiKeyRecord:
+    """The key of a row of :data:`COLUMNS`."""
     return ApiKeyRecord(
         id=int(row[0]),
         prefix=str(row[1]),
@@ -50,11 +51,11 @@ class PostgresApiKeys(PostgresConnections):
         def work(conn: Conn) -> ApiKeyRecord:
             row = conn.execute(
                 "INSERT INTO api_keys (key_hash, prefix, label, admin, scopes, writable)"
-                f" VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+                f" VALUES (%s, %s, %s, %s, %s, %s) RETURNING {COLUMNS}",
                 (key_hash, prefix, label, admin, Jsonb(list(scopes)), writable),
             ).fetchone()
             assert row is not None
-            return _key(row)
+            return key_record(row)
 
         return self._write(work)
 
@@ -63,9 +64,9 @@ class PostgresApiKeys(PostgresConnections):
 
         def work(conn: Conn) -> ApiKeyRecord | None:
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM api_keys WHERE key_hash = %s", (key_hash,)
+                f"SELECT {COLUMNS} FROM api_keys WHERE key_hash = %s", (key_hash,)
             ).fetchone()
-            return _key(row) if row is not None else None
+            return key_record(row) if row is not None else None
 
         return self._read(work)
 
@@ -73,8 +74,8 @@ class PostgresApiKeys(PostgresConnections):
         """Every key, oldest first, revoked ones included."""
         return self._read(
             lambda conn: [
-                _key(row)
-                for row in conn.execute(f"SELECT {_COLUMNS} FROM api_keys ORDER BY id").fetchall()
+                key_record(row)
+                for row in conn.execute(f"SELECT {COLUMNS} FROM api_keys ORDER BY id").fetchall()
             ]
         )
 

@@ -443,6 +443,20 @@ def m009_prompt_archive(conn: psycopg.Connection[tuple[object, ...]]) -> None:
     )
 
 
+def m010_sign_ins(conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    """Dashboard sign-ins beside the keys: the SHA-256 of the id, the key's id, the end."""
+    conn.execute(
+        """
+        CREATE TABLE sign_ins (
+            sign_in_hash text             PRIMARY KEY,
+            key_id       bigint           NOT NULL REFERENCES api_keys (id) ON DELETE CASCADE,
+            ends_at      double precision NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX sign_ins_ends_at ON sign_ins (ends_at)")
+
+
 #: Every migration, in order. Append only; never edit one that has shipped.
 MIGRATIONS: list[tuple[int, str, Migration]] = [
     (1, "initial", m001_initial),
@@ -454,6 +468,7 @@ MIGRATIONS: list[tuple[int, str, Migration]] = [
     (7, "message_parts", m007_message_parts),
     (8, "turn_context", m008_turn_context),
     (9, "prompt_archive", m009_prompt_archive),
+    (10, "sign_ins", m010_sign_ins),
 ]
 
 

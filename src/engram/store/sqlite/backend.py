@@ -73,6 +73,7 @@ from engram.store.sqlite.search import (
     index_values,
     record_speakers,
 )
+from engram.store.sqlite.sign_ins import SQLiteSignIns
 from engram.store.sqlite.terms import TermCounts
 from engram.store.sqlite.vectors import SQLiteVectors
 
@@ -118,6 +119,7 @@ class SQLiteStore(
     SQLiteHistory,
     SQLiteScopeData,
     SQLiteApiKeys,
+    SQLiteSignIns,
     SQLiteSearch,
     SQLiteVectors,
     SQLiteArchive,

@@ -18,10 +18,11 @@ from engram.store.sqlite.connection import guarded as _guarded
 from engram.store.sqlite.rows import parse_ts as _parse_ts
 from engram.store.sqlite.rows import ts as _ts
 
-_COLUMNS = "id, prefix, label, admin, scopes, writable, created_at, revoked_at"
+COLUMNS = "id, prefix, label, admin, scopes, writable, created_at, revoked_at"
 
 
-def _key(row: Sequence[Any]) -> ApiKeyRecord:
+def key_record(row: Sequence[Any]) -> ApiKeyRecord:
+    """The key of a row of :data:`COLUMNS`."""
     return ApiKeyRecord(
         id=int(row[0]),
         prefix=str(row[1]),
@@ -52,26 +53,26 @@ class SQLiteApiKeys(SQLiteConnections):
         with self._write() as tx:
             row = tx.conn.execute(
                 "INSERT INTO api_keys(key_hash, prefix, label, admin, scopes, writable, created_at)"
-                f" VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {_COLUMNS}",
+                f" VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {COLUMNS}",
                 (key_hash, prefix, label, admin, json.dumps(list(scopes)), writable, _ts(_now())),
             ).fetchone()
-        return _key(row)
+        return key_record(row)
 
     @_guarded
     def find_api_key(self, key_hash: str) -> ApiKeyRecord | None:
         """The key with this hash, revoked or not, or None."""
         row = (
             self._conn()
-            .execute(f"SELECT {_COLUMNS} FROM api_keys WHERE key_hash = ?", (key_hash,))
+            .execute(f"SELECT {COLUMNS} FROM api_keys WHERE key_hash = ?", (key_hash,))
             .fetchone()
         )
-        return _key(row) if row is not None else None
+        return key_record(row) if row is not None else None
 
     @_guarded
     def list_api_keys(self) -> list[ApiKeyRecord]:
         """Every key, oldest first, revoked ones included."""
-        rows = self._conn().execute(f"SELECT {_COLUMNS} FROM api_keys ORDER BY id")
-        return [_key(row) for row in rows]
+        rows = self._conn().execute(f"SELECT {COLUMNS} FROM api_keys ORDER BY id")
+        return [key_record(row) for row in rows]
 
     @_guarded
     def revoke_api_key(self, key_id: int) -> bool:

@@ -33,7 +33,9 @@ Schema (``m001_initial``):
   data JSON, saved_at)``: the recipe of each recorded prompt, the texts recipes
   name by SHA-256, and superseded state documents (``m008``);
 * ``messages_session_id`` on ``(session_id, id, search_flags)``: a search within
-  a session scores its matches from the index alone (``m009``).
+  a session scores its matches from the index alone (``m009``);
+* ``sign_ins(sign_in_hash PRIMARY KEY, key_id, ends_at)``: the dashboard's
+  sign-ins, shared by every process on the file (``m010``).
 
 Timestamps are fixed-width ISO-8601 UTC text
 (``YYYY-MM-DDTHH:MM:SS.ffffff+00:00``): they sort and compare as text, the
@@ -402,6 +404,21 @@ def m009_search_flags_in_session_index(conn: sqlite3.Connection) -> None:
     )
 
 
+def m010_sign_ins(conn: sqlite3.Connection) -> None:
+    """Dashboard sign-ins beside the keys: the SHA-256 of the id, the key's id, the end."""
+    _run(
+        conn,
+        [
+            """CREATE TABLE sign_ins (
+                sign_in_hash TEXT PRIMARY KEY,
+                key_id INTEGER NOT NULL REFERENCES api_keys(id) ON DELETE CASCADE,
+                ends_at REAL NOT NULL
+            )""",
+            "CREATE INDEX sign_ins_ends_at ON sign_ins(ends_at)",
+        ],
+    )
+
+
 #: Every migration, in the order it is applied. Append only: never edit or reorder.
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial,
@@ -413,6 +430,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m007_turn_context,
     m008_prompt_archive,
     m009_search_flags_in_session_index,
+    m010_sign_ins,
 )
 
 _CREATE_LEDGER = """CREATE TABLE IF NOT EXISTS _migrations (
@@ -509,5 +527,6 @@ __all__ = [
     "m005_message_vectors",
     "m006_message_parts",
     "m008_prompt_archive",
+    "m010_sign_ins",
     "migrate",
 ]
