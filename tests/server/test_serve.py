@@ -33,7 +33,8 @@ def test_a_real_server_end_to_end(tmp_path: Path) -> None:
             assert httpx.get(f"{server.base_url}/v1/scopes", timeout=10).status_code == 401
             as_admin = {"Authorization": f"Bearer {admin}"}
             gone = http.delete("/v1/scopes/team/sessions/s", headers=as_admin)
-            assert gone.json() == {"success": True}
+            assert gone.json()["success"] is True
+            assert gone.json()["receipt"]["action"] == "delete_session"
             assert "engram_http_requests_total" in http.get("/metrics").text
     assert "2 API key(s)" in server.output
     assert f"MCP        {server.base_url}/mcp" in server.output  # the mcp extra is installed
