@@ -14,6 +14,8 @@ from tests.server.live import LiveServer
 
 import engram
 from engram.dashboard.access import COOKIE
+from engram.server.settings import ServerSettings
+from engram.server.workers import per_worker
 
 
 def _children(pid: int) -> list[int]:
@@ -127,3 +129,29 @@ def test_a_dashboard_sign_in_holds_on_every_worker_until_logout(tmp_path: Path) 
         signed_out = _pages_until_both_workers_answer(server, cookie)  # a copy of the cookie
         assert len(signed_out.keys() - {0}) == 2, signed_out
         assert all(statuses == {303} for statuses in signed_out.values()), signed_out
+
+
+@pytest.mark.slow
+def test_the_key_failure_limit_holds_across_workers(store_url: str) -> None:
+    if not store_url.startswith(("sqlite", "postgres")):
+        pytest.skip("only SQLite and PostgreSQL can be shared by processes")
+    with engram.open(store_url, llm=None) as mem:
+        mem.api_keys().create(admin=True)
+    args = ("--workers", "2", "--key-failures", "4", "--key-failure-window", "600")
+    with LiveServer(store_url, *args) as server:
+        codes = []
+        for _ in range(10):  # a fresh connection each: any worker may answer
+            with httpx.Client(timeout=30) as http:
+                wrong = {"Authorization": "Bearer egk_wrong"}
+                codes.append(http.get(f"{server.base_url}/v1/scopes", headers=wrong).status_code)
+    assert set(codes) <= {401, 429}
+    # Each worker used to allow the whole limit: up to 8 failures before every one said 429.
+    assert codes.count(401) <= 4 and codes[-1] == 429, codes
+
+
+def test_each_worker_gets_a_share_of_the_key_failure_limit() -> None:
+    settings = ServerSettings(key_failures=10)
+    assert per_worker(settings, 1).key_failures == 10
+    assert per_worker(settings, 3).key_failures == 4  # 3 x 4 = 12: at most 2 more in all
+    assert per_worker(ServerSettings(key_failures=0), 4).key_failures == 0  # still off
+    assert per_worker(ServerSettings(key_failures=1), 4).key_failures == 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import dataclasses
 import os
 import pickle
 
@@ -34,6 +35,7 @@ def run(
     """Serve with ``workers`` processes until stopped (uvicorn's own supervisor)."""
     import uvicorn
 
+    settings = per_worker(settings, workers)
     # Our own object, to our own child processes, through their environment.
     os.environ[WORKER_ENV] = base64.b64encode(pickle.dumps((url, settings))).decode("ascii")
     uvicorn.run(
@@ -45,6 +47,20 @@ def run(
         log_level=log_level,
         access_log=False,
     )
+
+
+def per_worker(settings: ServerSettings, workers: int) -> ServerSettings:
+    """``settings`` for one of ``workers`` processes: the key-failure limit shared out.
+
+    Each process counts the failed key checks it sees, and a client's connections
+    land on any of them: with the whole limit each, a client could fail ``workers``
+    times as often before a 429. With a share each, all of them together allow at
+    most the limit rounded up to a multiple of ``workers``.
+    """
+    if workers <= 1 or settings.key_failures <= 0:
+        return settings
+    share = -(-settings.key_failures // workers)  # rounded up: never 0 (0 turns it off)
+    return dataclasses.replace(settings, key_failures=share)
 
 
 def worker_app() -> FastAPI:
