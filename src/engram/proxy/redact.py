@@ -27,9 +27,14 @@ def redact(body: bytes, secrets: Iterable[str | None] = ()) -> bytes:
     Bytes that are not UTF-8 are kept as they are.
     """
     text = body.decode("utf-8", "surrogateescape")
+    return redact_text(text, secrets).encode("utf-8", "surrogateescape")
+
+
+def redact_text(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with ``secrets`` and whatever looks like a credential replaced."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, REDACTED)
     for pattern in _PATTERNS:
         text = pattern.sub(lambda m: (m.group(1) if m.groups() else "") + REDACTED, text)
-    return text.encode("utf-8", "surrogateescape")
+    return text

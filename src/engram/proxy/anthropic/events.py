@@ -19,7 +19,7 @@ upstream that breaks off mid-stream ends it with an ``error`` event.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import Any
 
 from engram.errors import LLMError, LLMTimeout
@@ -31,6 +31,7 @@ from engram.proxy.anthropic.convert import (
     chat_usage,
     stop_of,
 )
+from engram.proxy.redact import redact_text
 from engram.proxy.stream import End
 from engram.proxy.verbatim import ANTHROPIC, VERBATIM_KEY, items_of, record
 
@@ -38,7 +39,9 @@ from engram.proxy.verbatim import ANTHROPIC, VERBATIM_KEY, items_of, record
 class UpstreamReader:
     """Anthropic events in, chat-completion chunks out (one reader per stream)."""
 
-    def __init__(self) -> None:
+    def __init__(self, secrets: Sequence[str | None] = ()) -> None:
+        """A reader of one stream; ``secrets`` never leave in an error it reports."""
+        self.secrets = secrets
         self.head: JSON = {"object": "chat.completion.chunk"}
         self.usage: JSON = {}
         self.calls: dict[int, int] = {}  # block index -> tool call index
@@ -77,7 +80,8 @@ class UpstreamReader:
             return [finish, {**self.head, "choices": [], "usage": chat_usage(self.usage)}]
         if kind == "error":
             error = event.get("error") or {}
-            raise LLMError(f"the upstream model broke off: {error.get('message') or error}")
+            said = redact_text(str(error.get("message") or error), self.secrets)
+            raise LLMError(f"the upstream model broke off: {said}")
         return []
 
     def _chunk(self, delta: JSON, finish: str | None = None) -> JSON:

@@ -121,15 +121,18 @@ class AnthropicCall:
             response = await step(deadline, client.send(request, stream=True))
         try:
             await check_status(response)
-            chunks = _chunks(response, self.settings.timeout, deadline)
+            secrets = (self.settings.api_key,)
+            chunks = _chunks(response, self.settings.timeout, deadline, secrets)
             yield Stream(chunks, passed_headers(response.headers))
         finally:
             await response.aclose()
 
 
-async def _chunks(response: httpx.Response, seconds: float, deadline: float) -> AsyncIterator[JSON]:
+async def _chunks(
+    response: httpx.Response, seconds: float, deadline: float, secrets: tuple[str | None, ...]
+) -> AsyncIterator[JSON]:
     """The chat chunks of an Anthropic event stream, up to ``message_stop``."""
-    reader = UpstreamReader()
+    reader = UpstreamReader(secrets)
     with translated(seconds):
         async for line in steps(deadline, response.aiter_lines()):
             if not line.startswith("data:"):

@@ -13,7 +13,7 @@ done, as a verbatim item at its place; ``response.completed`` (or
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +23,7 @@ import httpx
 from engram.errors import LLMBadResponse, LLMError
 from engram.llm.deadline import async_deadline, step, steps
 from engram.models import JSON
+from engram.proxy.redact import redact_text
 from engram.proxy.responses.wire import chat_completion, chat_usage, finish_of
 from engram.proxy.settings import ProxySettings
 from engram.proxy.upstream import Reply, Stream, Upstream, check_status, passed_headers, translated
@@ -75,14 +76,17 @@ class ResponsesEndpoint:
             response = await step(deadline, client.send(request, stream=True))
         try:
             await check_status(response)
-            chunks = _chunks(response, self.settings.timeout, deadline)
+            secrets = (self.settings.api_key,)
+            chunks = _chunks(response, self.settings.timeout, deadline, secrets)
             yield Stream(chunks, passed_headers(response.headers))
         finally:
             await response.aclose()
 
 
-async def _chunks(response: httpx.Response, seconds: float, deadline: float) -> AsyncIterator[JSON]:
-    reader = EventReader()
+async def _chunks(
+    response: httpx.Response, seconds: float, deadline: float, secrets: tuple[str | None, ...]
+) -> AsyncIterator[JSON]:
+    reader = EventReader(secrets)
     with translated(seconds):
         async for line in steps(deadline, response.aiter_lines()):
             if not line.startswith("data:"):
@@ -104,7 +108,9 @@ async def _chunks(response: httpx.Response, seconds: float, deadline: float) -> 
 class EventReader:
     """Responses events in, chat-completion chunks out (one reader per stream)."""
 
-    def __init__(self) -> None:
+    def __init__(self, secrets: Sequence[str | None] = ()) -> None:
+        """A reader of one stream; ``secrets`` never leave in an error it reports."""
+        self.secrets = secrets
         self.head: JSON = {"object": "chat.completion.chunk"}
         self.calls: dict[str, int] = {}  # function_call item id -> tool call index
 
@@ -155,7 +161,8 @@ class EventReader:
             failed = event.get("response") or {}
             error = failed.get("error") if isinstance(failed, Mapping) else None
             message = (error or {}).get("message") or event.get("message") or "failed"
-            raise LLMError(f"the upstream model broke off: {message}")
+            said = redact_text(str(message), self.secrets)
+            raise LLMError(f"the upstream model broke off: {said}")
         return []
 
     def _chunk(self, delta: JSON, finish: str | None = None) -> JSON:
