@@ -10,6 +10,7 @@ scripted upstream, every backend.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -147,3 +148,23 @@ def test_redaction_keeps_everything_else() -> None:
     out = redact(body + b"\xfe", ["tok.en-1="])
     assert out == (b'{"error": "key [redacted] and BEARER [redacted] refused", "x": "\xff"}\xfe')
     assert redact(b"a task-management sk-short plan") == b"a task-management sk-short plan"
+
+
+def _response_id(payload: str) -> str:
+    """A response id whose conversation is ``payload`` (JSON text), as a client could forge."""
+    encoded = base64.urlsafe_b64encode(payload.encode("utf-8", "surrogatepass")).decode()
+    return "resp_" + "0" * 24 + encoded.rstrip("=")
+
+
+@pytest.mark.parametrize(
+    "payload", ['["sc","a\\ud800"]', '["sc","a\\nb"]', '["\\ud83d\\ude80","s"]']
+)
+def test_a_response_id_naming_what_headers_cannot_carry_is_refused(
+    site: tuple[str, FakeLLMServer], mem: Engram, payload: str
+) -> None:
+    url, upstream = site
+    body = {"model": "gpt-4o-mini", "input": "hi", "previous_response_id": _response_id(payload)}
+    answer = httpx.post(f"{url}/v1/responses", json=body, timeout=TIMEOUT)
+    assert answer.status_code == 422, answer.text  # a lone surrogate was a 500
+    assert answer.json()["error"]["field"] == "previous_response_id"
+    assert upstream.requests == [] and mem.scopes() == []

@@ -32,6 +32,7 @@ _SESSION_FIELDS = {
     "metadata": "metadata.session_id",
     "prompt_cache_key": "prompt_cache_key",
     "user": "user",
+    "previous_response_id": "previous_response_id",
 }
 #: Deepest nesting of a proxied body (tool schemas nest; nothing legitimate nests further).
 MAX_BODY_DEPTH = 64
@@ -121,4 +122,7 @@ def check_target(target: Target, scope: str, headers: Mapping[str, str]) -> None
     """
     header_safe(target.session, _SESSION_FIELDS.get(target.source, "session"))
     from_body = target.scope is not None and all(key.lower() != SCOPE_HEADER for key in headers)
-    header_safe(scope, "metadata.scope" if from_body else "X-Engram-Scope")
+    if target.source == "previous_response_id":  # the id carries its conversation's scope
+        header_safe(scope, "previous_response_id")
+    else:
+        header_safe(scope, "metadata.scope" if from_body else "X-Engram-Scope")

@@ -22,6 +22,7 @@ from engram.aio import offload
 from engram.idempotency import MAX_KEY_BYTES
 from engram.models import JSON
 from engram.proxy.budget import BUDGET_HEADER
+from engram.proxy.checks import check_target
 from engram.proxy.responses import (
     RESPONSE_ID,
     from_completion,
@@ -79,6 +80,7 @@ async def responses(
         chat, endpoint = upstream_request(body, chat), ResponsesEndpoint(upstream)
     target = responses_target(request.headers, body, call.previous_response_id)
     scope = target.scope or own_scope(caller)
+    check_target(target, scope, request.headers)  # before the id that carries them is made
     response_id = new_response_id(scope, target.session)
     asked = Asked(idempotency_key, budget_header, single_system)
     turn, held = await begin_turn(
