@@ -322,3 +322,21 @@ class TestRefusals:
                 )
         assert caught.value.status_code == 529
         assert json.loads(caught.value.response.text)["error"]["type"] == "overloaded_error"
+
+
+@pytest.mark.parametrize("user_id", ["a\nb", "\U0001f600"])
+def test_a_user_id_the_headers_cannot_carry_is_refused_naming_it(
+    sqlite_mem: Engram, both: Callable[..., Any], claude: FakeAnthropicServer, user_id: str
+) -> None:
+    body = {
+        "model": MODEL,
+        "max_tokens": 50,
+        "metadata": {"user_id": user_id},
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    headers = {"x-api-key": "sk-ant-client", "anthropic-version": "2023-06-01"}
+    with both(sqlite_mem) as url:
+        answer = httpx.post(f"{url}/v1/messages", json=body, headers=headers, timeout=30)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"]["field"] == "metadata.user_id"  # was "user", not in this API
+    assert claude.requests == [] and sqlite_mem.scopes() == []

@@ -32,6 +32,7 @@ _SESSION_FIELDS = {
     "metadata": "metadata.session_id",
     "prompt_cache_key": "prompt_cache_key",
     "user": "user",
+    "metadata.user_id": "metadata.user_id",
     "previous_response_id": "previous_response_id",
 }
 #: Deepest nesting of a proxied body (tool schemas nest; nothing legitimate nests further).

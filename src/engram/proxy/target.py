@@ -37,8 +37,13 @@ class Target:
     source: str
 
 
-def find_target(headers: Mapping[str, str], body: Mapping[str, Any]) -> Target:
+def find_target(
+    headers: Mapping[str, str], body: Mapping[str, Any], *, user_field: str = "user"
+) -> Target:
     """The conversation a request continues (headers are matched case-insensitively).
+
+    ``body["user"]`` is the last resort, named ``user_field`` (where the client's API
+    carries it: ``metadata.user_id`` for Anthropic's Messages).
 
     Raises:
         MissingSession: no session is named anywhere.
@@ -52,7 +57,7 @@ def find_target(headers: Mapping[str, str], body: Mapping[str, Any]) -> Target:
         ("header", lowered.get(SESSION_HEADER)),
         ("metadata", _text(metadata.get("session_id"))),
         ("prompt_cache_key", _text(body.get("prompt_cache_key"))),
-        ("user", _text(body.get("user"))),
+        (user_field, _text(body.get("user"))),
     )
     for source, value in candidates:
         if value:
@@ -63,7 +68,7 @@ def find_target(headers: Mapping[str, str], body: Mapping[str, Any]) -> Target:
             )
     raise MissingSession(
         "say which conversation this continues: an X-Engram-Session header, "
-        "metadata.session_id, prompt_cache_key or user"
+        f"metadata.session_id, prompt_cache_key or {user_field}"
     )
 
 

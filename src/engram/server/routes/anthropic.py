@@ -68,7 +68,8 @@ async def messages(
     chat = parse_messages(body)
     metadata = body.get("metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
-    target = find_target(request.headers, {"metadata": metadata, "user": metadata.get("user_id")})
+    carried = {"metadata": metadata, "user": metadata.get("user_id")}
+    target = find_target(request.headers, carried, user_field="metadata.user_id")
     asked = Asked(idempotency_key, budget_header, single_system)
     call = upstream.call(request.headers, bearer_is_engrams=caller.key is not None)
     turn, held = await begin_turn(request, engram, caller, target, chat, call, asked)
