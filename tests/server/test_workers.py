@@ -63,6 +63,14 @@ def test_workers_need_a_store_processes_can_share(tmp_path: Path) -> None:
     assert "--workers 2 needs a store the processes can share" in refused.output
 
 
+def test_workers_with_the_proxy_need_a_store_that_holds_locks(tmp_path: Path) -> None:
+    cli = Cli(tmp_path)
+    args = ("serve", "--workers", "2", "--upstream", "http://127.0.0.1:9/v1")
+    refused = cli(*args, url=f"sqlite:///{tmp_path}/p.db")
+    assert refused.exit_code == 1
+    assert "--workers 2 with the proxy needs PostgreSQL" in refused.output
+
+
 def _socket_owner(server_port: int, client_port: int, pids: list[int]) -> int:
     """The worker holding the server side of the connection from ``client_port`` (0 if none)."""
     inode = ""

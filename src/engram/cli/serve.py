@@ -15,6 +15,7 @@ import click
 from engram.cli._common import store_url
 from engram.engine import Engram
 from engram.errors import ConfigError, MissingDependency, install_hint
+from engram.named_lock import SupportsHeldLocks
 
 #: Store schemes several server processes can share (``--workers``).
 SHARED_STORES = frozenset({"sqlite", "postgresql", "postgres"})
@@ -169,6 +170,12 @@ def serve_command(
             raise click.ClickException(
                 f"--workers {workers} needs a store the processes can share (SQLite or "
                 f"PostgreSQL), not {mem.url.partition(':')[0]}: each process would have its own"
+            )
+        if workers > 1 and (proxy or anthropic) and not isinstance(mem.store, SupportsHeldLocks):
+            raise click.ClickException(
+                f"--workers {workers} with the proxy needs PostgreSQL: a session's turns go one "
+                "at a time through a lock the processes share, which only PostgreSQL has. "
+                "Serve the proxy on SQLite with one worker."
             )
         keys = _active_keys(mem)
         if not keys and not is_loopback(host):
