@@ -37,7 +37,7 @@ from engram.compaction.cycle import UNREADABLE, load_compaction_state
 from engram.compaction.state import FORMAT, STALE_KEY, STATE_KIND, fresh_state
 from engram.errors import ConfigError, Contention
 from engram.models import JSON, Message
-from engram.provenance.retention import forget_covering
+from engram.provenance.retention import forget_covering, forget_quoting
 from engram.statedoc import compare_and_set
 from engram.store import Store
 from engram.store.base import MessageEditor, can_edit
@@ -107,6 +107,8 @@ def delete(
     touch_compaction(store, scope, session, gone, action)
     # Older summaries kept for replaying recorded prompts may hold the deleted text.
     dropped = forget_covering(store, scope, session, STATE_KIND, min(m.id for m in gone))
+    # So may the session's recorded tool rounds, views and whole prompts.
+    forget_quoting(store, scope, [session], [m.content for m in gone])
     if audit:
         store.add_audit(scope, audit_event(action, session, gone, dropped) | dict(extra))
     log.info("%s: %d message(s) of %s/%s deleted", action, len(gone), scope, session)

@@ -97,6 +97,7 @@ def forget_messages(
     store = runtime.store
     before, _ = load_compaction_state(store, scope, session)
     had = store.vector_ids(scope, session, ids) if keeps_vectors(store) else None
+    runtime.prompts.flush(scope, session)  # recorded prompts that quote them lose that text
     gone, dropped = edits.delete(store, scope, session, ids, action=action, audit=False)
     if not gone:
         return Receipt(action, scope, session)

@@ -243,6 +243,7 @@ class Runtime:
             budget=self.memory_budget,
             metrics=self.memory_metrics,
             keep_flagged_out=not self.config.keeps_flagged(scope),
+            flush_prompts=self.prompts.flush,
         )
 
     def memories_section(self, scope: str) -> Section | None:

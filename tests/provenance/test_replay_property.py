@@ -82,7 +82,8 @@ def run(
         elif kind == "forget_memory":
             listed = memories.list()
             if listed:
-                memories.delete(listed[n % len(listed)].id)
+                memories.delete(listed[n % len(listed)].id)  # the prompts that showed it lose it
+                deleted = True
         elif kind == "delete":
             stored = session.messages(limit=200)
             if stored:
@@ -109,7 +110,7 @@ def test_every_kept_turn_replays_to_what_was_sent(
     for number, messages in enumerate(sent, start=1):
         replayed = session.prompt(number)
         if replayed.missing:
-            # Only a deleted message (or a summary of one) makes a part go.
+            # Only a deleted message or memory (or a summary of one) makes a part go.
             assert deleted, replayed.missing
             assert replayed.messages is None
             continue

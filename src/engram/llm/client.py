@@ -23,6 +23,7 @@ classifying failures and reading the answer are shared by all three.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -556,3 +557,17 @@ def _retryable(exc: Exception) -> bool:
 
 def _short(exc: openai.APIStatusError) -> str:
     return str(exc.message)[:200]
+
+
+def bounded_client(llm: LLMClient, timeout: float) -> LLMClient:
+    """A view of ``llm`` whose attempts together (retry included) stay within ``timeout``.
+
+    It shares ``llm``'s connection pool, so it needs no closing of its own.
+    """
+    per_attempt = min(llm.timeout, timeout / MAX_ATTEMPTS)
+    if per_attempt >= llm.timeout:
+        return llm
+    view = copy.copy(llm)
+    view.timeout = per_attempt
+    view._client = llm._client.with_options(timeout=per_attempt)
+    return view

@@ -25,7 +25,6 @@ leave one too many.
 from __future__ import annotations
 
 import builtins
-import copy
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -34,7 +33,7 @@ from engram import telemetry
 from engram.errors import ConfigError, LLMError, MemoryNotFound, StoreError
 from engram.flags import flags
 from engram.llm import LLMClient, LLMResult
-from engram.llm.client import MAX_ATTEMPTS
+from engram.llm.client import bounded_client
 from engram.memories.block import memory_block
 from engram.memories.budget import PURPOSE_COMPACT, MemoryBudget, is_pending
 from engram.memories.creation import llm_memory, read_transcript, without_flagged, written_from
@@ -65,6 +64,7 @@ from engram.memories.records import (
 from engram.memories.search import rank
 from engram.models import JSON, MemoryRecord, Message
 from engram.named_lock import NamedLock, named_lock
+from engram.provenance.retention import forget_in_scope
 from engram.receipts import Receipt
 from engram.store import Store
 from engram.store.base import MAX_PAGE
@@ -90,20 +90,6 @@ def scope_lock(store: Store, scope: str) -> NamedLock:
     return named_lock(store, store.url, f"memories:{scope}")
 
 
-def bounded_client(llm: LLMClient, timeout: float) -> LLMClient:
-    """A view of ``llm`` whose attempts together (retry included) stay within ``timeout``.
-
-    It shares ``llm``'s connection pool, so it needs no closing of its own.
-    """
-    per_attempt = min(llm.timeout, timeout / MAX_ATTEMPTS)
-    if per_attempt >= llm.timeout:
-        return llm
-    view = copy.copy(llm)
-    view.timeout = per_attempt
-    view._client = llm._client.with_options(timeout=per_attempt)
-    return view
-
-
 class Memories:
     """The long-term memories of one scope: create, read, edit, compact, inject, search."""
 
@@ -119,6 +105,7 @@ class Memories:
         metrics: MemoryMetrics | None = None,
         label: str | None = None,
         keep_flagged_out: bool = False,
+        flush_prompts: Callable[[], None] | None = None,
     ) -> None:
         """Bind the memories of ``scope``; nothing is read or written yet.
 
@@ -136,6 +123,8 @@ class Memories:
             keep_flagged_out: Keep text that reads like instructions to a model
                 out of memories: such messages are left out of the conversation a
                 memory is written from, and such memories are refused.
+            flush_prompts: Writes the prompts recorded and not yet archived, so a
+                deleted memory is erased from them too.
 
         Raises:
             ConfigError: bad cap or timeout.
@@ -152,6 +141,7 @@ class Memories:
         self.metrics = metrics if metrics is not None else MemoryMetrics()
         self.label = label or scope
         self.keep_flagged_out = keep_flagged_out
+        self._flush_prompts = flush_prompts or (lambda: None)
         self._lock = scope_lock(store, scope)
 
     def __repr__(self) -> str:
@@ -258,9 +248,8 @@ class Memories:
     def delete(self, memory_id: int) -> Receipt:
         """Delete one memory of this scope; the receipt says what followed.
 
-        The audit trail keeps what was done (action, ids, time) but no longer the
-        text of any memory that is gone: each event about deleted memories keeps a
-        SHA-256 of its text instead.
+        The audit trail keeps what was done but a SHA-256 instead of the text of any
+        memory that is gone; recorded prompts that showed it lose that text.
 
         Raises:
             MemoryNotFound: no such memory in this scope.
@@ -268,14 +257,16 @@ class Memories:
         """
         traced = telemetry.memory_span("delete_memory", self.scope, record=str(memory_id), count=1)
         with traced, self._lock:
-            live = {memory.id for memory in self.store.list_memories(self.scope)}
-            if memory_id not in live:
+            texts = {memory.id: memory.content for memory in self.store.list_memories(self.scope)}
+            if memory_id not in (live := set(texts)):
                 raise MemoryNotFound(f"no memory {memory_id} in scope {self.scope!r}")
             # The text goes from the audit first: a crash in between leaves none behind.
             self.store.redact_audit(self.scope, live - {memory_id})
             if not self.store.delete_memory(self.scope, memory_id):
                 raise MemoryNotFound(f"no memory {memory_id} in scope {self.scope!r}")
             receipt = memory_receipt(self.scope, memory_id)
+            self._flush_prompts()
+            forget_in_scope(self.store, self.scope, [texts[memory_id]])
             self.store.add_audit(
                 self.scope, {"event": "delete", "memory": memory_id, "receipt": receipt.to_dict()}
             )
@@ -293,9 +284,12 @@ class Memories:
         """
         # A delete_memory span without a record id: every record of the store.
         with telemetry.memory_span("delete_memory", self.scope) as traced, self._lock:
-            seen = [memory.id for memory in self.store.list_memories(self.scope)]
+            held = self.store.list_memories(self.scope)
+            seen = [memory.id for memory in held]
             self.store.redact_audit(self.scope, ())
             removed = self.store.purge_memories(self.scope)
+            self._flush_prompts()
+            forget_in_scope(self.store, self.scope, [memory.content for memory in held])
             traced.set({"gen_ai.memory.record.count": removed})
             receipt = purge_receipt(self.scope, seen, removed)
             event = {"event": "purge", "deleted": removed, "receipt": receipt.to_dict()}

@@ -16,15 +16,19 @@ prune). A recipe that names something pruned replays as incomplete and says
 what is missing; it never guesses.
 
 A deleted or edited message also takes with it the superseded summaries that
-covered it (:func:`forget_covering`): their text came from it.
+covered it (:func:`forget_covering`): their text came from it; and a forgotten
+message or memory takes the archived texts that quote it (:func:`forget_quoting`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Iterable
 
 from engram.errors import StoreError
 from engram.provenance.recipe import recipe_refs
+from engram.scopes import all_sessions
 from engram.store.base import MAX_PAGE, VERSIONED_KINDS, PromptArchive, Store, archives_prompts
 
 log = logging.getLogger(__name__)
@@ -128,3 +132,62 @@ def _all_texts(archive: PromptArchive, scope: str, session: str) -> set[str]:
             texts |= recipe_refs(record.data)[1]
         after = page[-1].turn
     return texts
+
+
+#: Shortest text :func:`forget_quoting` looks for: a shorter one ("ok") holds nothing to
+#: erase, and would take with it every recorded text that happens to contain it.
+MIN_QUOTED = 8
+
+
+def quoted_forms(text: str) -> list[str]:
+    """How a forgotten ``text`` may stand in an archived text.
+
+    As it is, with its spaces folded (a memory block), and escaped in JSON (a
+    tool result, tools, a whole prompt).
+    """
+    folded = " ".join(text.split())
+    forms = {text, folded, *(json.dumps(t, ensure_ascii=False)[1:-1] for t in (text, folded))}
+    return sorted(form for form in forms if len(form) >= MIN_QUOTED)
+
+
+def forget_quoting(store: Store, scope: str, sessions: Iterable[str], texts: Iterable[str]) -> int:
+    """Drop the archived texts of ``sessions`` that quote one of ``texts``; how many went.
+
+    Erasure reaches the prompt archive: a recorded memory block, tool round or
+    view that held a forgotten message or memory goes, and the turns that named
+    it replay as incomplete, saying what is missing. A failure is logged.
+    """
+    archive: object = store
+    needles = [form for text in texts for form in quoted_forms(text)]
+    if not needles or not archives_prompts(archive):
+        return 0
+    gone = 0
+    for session in sessions:
+        try:
+            gone += _forget_quoting(store, archive, scope, session, needles)
+        except StoreError as exc:
+            log.warning("texts quoting what %s/%s forgot not dropped: %s", scope, session, exc)
+    return gone
+
+
+def forget_in_scope(store: Store, scope: str, texts: Iterable[str]) -> int:
+    """:func:`forget_quoting` over every session of ``scope`` (a memory shows in all of them)."""
+    sessions = [info.id for info in all_sessions(store, scope)]
+    return forget_quoting(store, scope, sessions, list(texts))
+
+
+def _forget_quoting(
+    store: Store, archive: PromptArchive, scope: str, session: str, needles: list[str]
+) -> int:
+    named = _all_texts(archive, scope, session)
+    if not named:
+        return 0
+    held = archive.prompt_texts(scope, session, named)
+    doomed = {key for key, text in held.items() if any(n in text for n in needles)}
+    if doomed:
+        tops = {k: store.load_state(scope, session, k) for k in VERSIONED_KINDS}
+        keep = {k: set(range(1, r.version)) for k, r in tops.items() if r is not None}
+        archive.prune_prompts(
+            scope, session, before_turn=1, keep_versions=keep, keep_texts=named - doomed
+        )
+    return len(doomed)
