@@ -154,7 +154,7 @@ def test_the_key_failure_limit_holds_across_workers(store_url: str) -> None:
                 codes.append(http.get(f"{server.base_url}/v1/scopes", headers=wrong).status_code)
     assert set(codes) <= {401, 429}
     # Each worker used to allow the whole limit: up to 8 failures before every one said 429.
-    assert codes.count(401) <= 4 and codes[-1] == 429, codes
+    assert codes.count(401) <= 4 and 429 in codes, codes  # a worker below its share still checks
 
 
 def test_each_worker_gets_a_share_of_the_key_failure_limit() -> None:
