@@ -144,7 +144,7 @@ class Upstream:
         try:
             await check_status(response)
             yield Stream(
-                _events(response, self.settings.timeout, deadline),
+                sse_events(response, self.settings.timeout, deadline),
                 passed_headers(response.headers),
             )
         finally:
@@ -158,8 +158,13 @@ class Upstream:
         return response.status_code, response.content, _content_type(response)
 
 
-async def _events(response: httpx.Response, seconds: float, deadline: float) -> AsyncIterator[JSON]:
-    """The JSON chunks of a server-sent-events body, up to ``[DONE]``, ending by ``deadline``."""
+async def sse_events(
+    response: httpx.Response, seconds: float, deadline: float
+) -> AsyncIterator[JSON]:
+    """The JSON objects of a server-sent-events body, up to ``[DONE]``, ending by ``deadline``.
+
+    Every format's stream is read here (chat chunks, Responses and Anthropic events).
+    """
     with translated(seconds):
         async for line in steps(deadline, response.aiter_lines()):
             if not line.startswith("data:"):
@@ -168,13 +173,13 @@ async def _events(response: httpx.Response, seconds: float, deadline: float) -> 
             if data == "[DONE]":
                 return
             try:
-                chunk = json.loads(data)
+                event = json.loads(data)
             except ValueError:
                 raise LLMBadResponse(
-                    "the upstream model streamed a chunk that is not JSON"
+                    "the upstream model streamed an event that is not JSON"
                 ) from None
-            if isinstance(chunk, dict):
-                yield chunk
+            if isinstance(event, dict):
+                yield event
 
 
 async def check_status(response: httpx.Response) -> None:

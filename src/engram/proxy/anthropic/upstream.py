@@ -13,7 +13,6 @@ headers; timeouts and unreachable upstreams as for chat completions.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -21,12 +20,19 @@ from dataclasses import dataclass, field
 import httpx
 
 from engram.errors import LLMBadResponse
-from engram.llm.deadline import async_deadline, step, steps
+from engram.llm.deadline import async_deadline, step
 from engram.models import JSON
 from engram.proxy.anthropic.convert import chat_completion
 from engram.proxy.anthropic.events import UpstreamReader
 from engram.proxy.settings import ProxySettings
-from engram.proxy.upstream import Reply, Stream, check_status, passed_headers, translated
+from engram.proxy.upstream import (
+    Reply,
+    Stream,
+    check_status,
+    passed_headers,
+    sse_events,
+    translated,
+)
 
 #: The Messages path under the upstream's base URL.
 PATH = "/v1/messages"
@@ -133,19 +139,8 @@ async def _chunks(
 ) -> AsyncIterator[JSON]:
     """The chat chunks of an Anthropic event stream, up to ``message_stop``."""
     reader = UpstreamReader(secrets)
-    with translated(seconds):
-        async for line in steps(deadline, response.aiter_lines()):
-            if not line.startswith("data:"):
-                continue
-            try:
-                event = json.loads(line[5:].strip())
-            except ValueError:
-                raise LLMBadResponse(
-                    "the upstream model streamed an event that is not JSON"
-                ) from None
-            if not isinstance(event, dict):
-                continue
-            for chunk in reader.feed(event):
-                yield chunk
-            if event.get("type") == "message_stop":
-                return
+    async for event in sse_events(response, seconds, deadline):
+        for chunk in reader.feed(event):
+            yield chunk
+        if event.get("type") == "message_stop":
+            return

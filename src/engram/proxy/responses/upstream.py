@@ -12,7 +12,6 @@ done, as a verbatim item at its place; ``response.completed`` (or
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -21,12 +20,20 @@ from typing import Any
 import httpx
 
 from engram.errors import LLMBadResponse, LLMError
-from engram.llm.deadline import async_deadline, step, steps
+from engram.llm.deadline import async_deadline, step
 from engram.models import JSON
 from engram.proxy.redact import redact_text
 from engram.proxy.responses.wire import chat_completion, chat_usage, finish_of
 from engram.proxy.settings import ProxySettings
-from engram.proxy.upstream import Reply, Stream, Upstream, check_status, passed_headers, translated
+from engram.proxy.upstream import (
+    Reply,
+    Stream,
+    Upstream,
+    check_status,
+    passed_headers,
+    sse_events,
+    translated,
+)
 from engram.proxy.verbatim import RESPONSES, VERBATIM_KEY, record
 
 #: The Responses path under the upstream's base URL (which ends with ``/v1``).
@@ -86,23 +93,13 @@ class ResponsesEndpoint:
 async def _chunks(
     response: httpx.Response, seconds: float, deadline: float, secrets: tuple[str | None, ...]
 ) -> AsyncIterator[JSON]:
+    """The chat chunks of a Responses event stream, up to its final event."""
     reader = EventReader(secrets)
-    with translated(seconds):
-        async for line in steps(deadline, response.aiter_lines()):
-            if not line.startswith("data:"):
-                continue
-            try:
-                event = json.loads(line[5:].strip())
-            except ValueError:
-                raise LLMBadResponse(
-                    "the upstream model streamed an event that is not JSON"
-                ) from None
-            if not isinstance(event, dict):
-                continue
-            for chunk in reader.feed(event):
-                yield chunk
-            if event.get("type") in FINAL:
-                return
+    async for event in sse_events(response, seconds, deadline):
+        for chunk in reader.feed(event):
+            yield chunk
+        if event.get("type") in FINAL:
+            return
 
 
 class EventReader:
