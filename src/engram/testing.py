@@ -43,12 +43,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from engram.models import JSON
 from engram.store.memory.backend import MemoryStore
-from engram.testing_requests import RecordedRequest
+from engram.testing_requests import LocalServer, RecordedRequest
 from engram.tokens import STORAGE_ENCODING, count_messages, get_encoding, storage_counter
 
 __all__ = [
@@ -124,40 +124,27 @@ class FakeLLMServer:
         self._queue: deque[FakeResponse] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._serving: LocalServer | None = None
         self._ids = 0
 
     # -- lifecycle ----------------------------------------------------------------
 
     def start(self) -> FakeLLMServer:
         """Bind a free port on 127.0.0.1 and serve in a background thread."""
-        if self._server is not None:
+        if self._serving is not None:
             return self
         self._stopping.clear()
         get_encoding(STORAGE_ENCODING)  # load the vocabulary now, not inside a client's timeout
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        # Non-daemon handler threads are joined by server_close(): no thread outlives stop().
-        server.daemon_threads = False
-        server.block_on_close = True
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._serving = LocalServer(_make_handler(self))
         return self
 
     def stop(self) -> None:
         """Stop serving, wake any slow answer, and close the socket."""
-        if self._server is None:
+        if self._serving is None:
             return
         self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join()
-        self._server = None
-        self._thread = None
+        self._serving.close()
+        self._serving = None
 
     def __enter__(self) -> FakeLLMServer:
         return self.start()
@@ -168,9 +155,9 @@ class FakeLLMServer:
     @property
     def port(self) -> int:
         """The bound TCP port."""
-        if self._server is None:
+        if self._serving is None:
             raise RuntimeError("FakeLLMServer is not started")
-        return int(self._server.server_address[1])
+        return self._serving.port
 
     @property
     def base_url(self) -> str:

@@ -27,11 +27,11 @@ import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from engram.models import JSON
-from engram.testing_requests import RecordedRequest
+from engram.testing_requests import LocalServer, RecordedRequest
 from engram.tokens import storage_counter
 
 __all__ = ["FakeResponsesServer", "ScriptedOutput"]
@@ -65,31 +65,20 @@ class FakeResponsesServer:
         self._queue: deque[ScriptedOutput] = deque()
         self._needs: dict[str, JSON] = {}  # call id -> the reasoning item it came after
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._serving: LocalServer | None = None
         self._ids = 0
 
     def start(self) -> FakeResponsesServer:
         """Bind a free port on 127.0.0.1 and serve in a background thread."""
-        if self._server is None:
-            server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-            server.daemon_threads = False
-            server.block_on_close = True
-            self._server = server
-            self._thread = threading.Thread(
-                target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-            )
-            self._thread.start()
+        if self._serving is None:
+            self._serving = LocalServer(_handler(self))
         return self
 
     def stop(self) -> None:
         """Stop serving and close the socket."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            if self._thread is not None:
-                self._thread.join()
-            self._server = self._thread = None
+        if self._serving is not None:
+            self._serving.close()
+            self._serving = None
 
     def __enter__(self) -> FakeResponsesServer:
         return self.start()
@@ -100,9 +89,9 @@ class FakeResponsesServer:
     @property
     def base_url(self) -> str:
         """The URL to give an OpenAI client: ``http://127.0.0.1:<port>/v1``."""
-        if self._server is None:
+        if self._serving is None:
             raise RuntimeError("FakeResponsesServer is not started")
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self._serving.port}/v1"
 
     def reply(self, text: str, *, reasoning: str | None = None) -> FakeResponsesServer:
         """Queue a text answer (after a reasoning item when ``reasoning`` is given)."""
